@@ -1,0 +1,106 @@
+package history
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Version is the history format version this package reads and writes.
+const Version = 1
+
+// Type names the kind of an [Event]: the "type" field of a line.
+type Type string
+
+// The event types of format version 1.
+const (
+	TypeMeta   Type = "meta"
+	TypeInvoke Type = "invoke"
+	TypeOK     Type = "ok"
+	TypeInfo   Type = "info"
+	TypeFail   Type = "fail"
+	TypeFault  Type = "fault"
+	TypeEffect Type = "effect"
+)
+
+// Event is one line of a history. Which fields are meaningful depends on
+// [Event.Type]; the README documents the format field by field.
+type Event struct {
+	Type Type
+
+	// Meta fields (type "meta", the first line).
+	V        int    // format version
+	Scenario string // scenario name
+	Seed     int64  // the run's seed
+	Started  string // RFC 3339 wall-clock start of the run
+	// EffectsRecorded says the producer read the system's effects into this
+	// history, so "no effect events" means "no effects", not "not looked".
+	EffectsRecorded bool
+
+	// Op is the attempt id, unique in the run (invoke, ok, info, fail; on a
+	// fault, the attempt it hit, 0 when it hit none).
+	Op      int64
+	Intent  string // ground-truth intent id (may be absent in foreign histories)
+	Tenant  string // idempotency scope: tenant
+	Key     string // idempotency key ("" when the attempt carried none)
+	Attempt int    // 1-based attempt number within the intent
+	Client  int    // the simulated client (lane) that sent it
+	NS      int64  // monotonic nanoseconds since run start
+
+	Req   *Request  // invoke: what was sent
+	Resp  *Response // ok: what came back
+	Error string    // info, fail: why there was no response
+
+	Fault  string          // fault: the fault kind, e.g. "response-drop"
+	Action string          // fault: "fire" (default) or "heal"
+	Detail json.RawMessage // fault: kind-specific parameters, any JSON
+
+	Effect string // effect: what was produced, "<kind> <id>", e.g. "order 9912"
+	Kind   string // effect: explicit kind; defaults to the first word of Effect
+}
+
+// Request is the request of an invoke event.
+type Request struct {
+	Method  string
+	Path    string
+	Headers Headers
+	Body    []byte
+}
+
+// Response is the response of an ok event.
+type Response struct {
+	Status  int
+	Headers Headers
+	Body    []byte
+}
+
+// Header is one header field. Repeated fields are joined with ", " (RFC 9110).
+type Header struct {
+	Name  string
+	Value string
+}
+
+// Headers keeps header fields in the order they were recorded.
+type Headers []Header
+
+// Get returns the value of the named header, matching names
+// case-insensitively as HTTP does, and whether it was present.
+func (h Headers) Get(name string) (string, bool) {
+	for _, f := range h {
+		if strings.EqualFold(f.Name, name) {
+			return f.Value, true
+		}
+	}
+	return "", false
+}
+
+// EffectKind returns the kind of an effect event: its explicit Kind, else the
+// first word of Effect ("order 9912" is an "order").
+func (e *Event) EffectKind() string {
+	if e.Kind != "" {
+		return e.Kind
+	}
+	if i := strings.IndexByte(e.Effect, ' '); i > 0 {
+		return e.Effect[:i]
+	}
+	return e.Effect
+}

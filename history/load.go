@@ -1,0 +1,271 @@
+package history
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"strings"
+)
+
+// Outcome is how an attempt ended.
+type Outcome uint8
+
+// The three outcomes of DESIGN §1.
+const (
+	// Info: indeterminate. A timeout, a reset after sending, or no completion
+	// event at all: the server may or may not have executed the request.
+	Info Outcome = iota
+	// OK: a response arrived, whatever its status.
+	OK
+	// Fail: provably not delivered, so provably not executed.
+	Fail
+)
+
+// String returns "ok", "fail" or "info".
+func (o Outcome) String() string {
+	switch o {
+	case OK:
+		return "ok"
+	case Fail:
+		return "fail"
+	}
+	return "info"
+}
+
+// PreviewBytes is how much of each response body a loaded [History] keeps for
+// explanations; identity is judged on a hash of the whole body.
+const PreviewBytes = 160
+
+// Attempt is one request as the checkers see it: its invoke event joined with
+// its completion, with bodies reduced to hashes.
+type Attempt struct {
+	Op     int64
+	Intent string // ground truth, or "key:<tenant>/<key>" when the history has none
+	Tenant string
+	Key    string
+	Method string
+	Path   string
+	Number int // attempt number within the intent
+	Client int
+
+	Invoke   int64 // ns of the invoke event
+	Complete int64 // ns of the completion event; -1 when none arrived
+	Outcome  Outcome
+	Error    string
+
+	ReqHash uint64 // hash of the request body: the payload fingerprint
+	HasResp bool
+	Status  int
+	// RespHash is a hash of the raw response body; RespLen its length.
+	RespHash uint64
+	RespLen  int
+	// RespPreview is the start of the response body, for explanations.
+	RespPreview string
+	// RespHeaders keeps only the headers named in [LoadOptions.KeepHeaders].
+	RespHeaders Headers
+}
+
+// Done reports whether the attempt's completion was recorded.
+func (a *Attempt) Done() bool { return a.Complete >= 0 }
+
+// End returns the completion time, or end when the attempt never completed:
+// an open attempt may still be running at the end of the history.
+func (a *Attempt) End(end int64) int64 {
+	if a.Complete >= 0 {
+		return a.Complete
+	}
+	return end
+}
+
+// Fault is one fault event.
+type Fault struct {
+	Kind   string
+	Action string // "fire" or "heal"
+	Op     int64  // the attempt it hit, 0 for none
+	NS     int64
+	Detail json.RawMessage
+}
+
+// Effect is one effect the system really produced.
+type Effect struct {
+	Tenant string
+	Key    string
+	Intent string // when the oracle could tell it
+	Kind   string // "order", "notification", ...
+	ID     string // the full effect text, e.g. "order 9912"
+	NS     int64
+}
+
+// History is a loaded history: every attempt with its outcome, every fault
+// and every effect, in the order they were recorded.
+type History struct {
+	Meta     Event
+	Attempts []Attempt
+	Faults   []Fault
+	Effects  []Effect
+	// Truncated says the input ended mid-line: events may be missing.
+	Truncated bool
+	// EffectsKnown says the history records effects (an effect event, or the
+	// meta flag effects_recorded), so that no effect means no effect.
+	EffectsKnown bool
+	// IntentsKnown says the producer recorded ground-truth intents.
+	IntentsKnown bool
+	// Events is the number of events read; End the largest ns seen.
+	Events int
+	End    int64
+	// Skipped counts events of types this reader does not know.
+	Skipped int
+}
+
+// LoadOptions tunes [Load].
+type LoadOptions struct {
+	// KeepHeaders names the response headers to keep (case-insensitive).
+	// Nil means [DefaultKeepHeaders].
+	KeepHeaders []string
+}
+
+// DefaultKeepHeaders are the response headers a loaded history keeps when
+// [LoadOptions.KeepHeaders] is nil.
+var DefaultKeepHeaders = []string{"Content-Type", "Idempotent-Replayed", "Retry-After", "Location"}
+
+var hashSeed = maphash.MakeSeed()
+
+// Hash returns the hash a loaded [History] uses for bodies.
+func Hash(b []byte) uint64 { return maphash.Bytes(hashSeed, b) }
+
+// Load reads a whole history in one streaming pass, keeping per attempt only
+// what the checkers need. A history cut off mid-line loads with Truncated set;
+// any other malformed line is an error carrying its line number.
+func Load(r io.Reader, opts LoadOptions) (*History, error) {
+	keep := opts.KeepHeaders
+	if keep == nil {
+		keep = DefaultKeepHeaders
+	}
+	h := &History{}
+	rd := NewReader(r)
+	byOp := make(map[int64]int32)
+	in := make(interner)
+	var e Event
+	for {
+		err := rd.Next(&e)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.Is(err, ErrTruncated) {
+			h.Truncated = true
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		h.Events++
+		if e.NS > h.End {
+			h.End = e.NS
+		}
+		if err := h.add(&e, byOp, in, keep); err != nil {
+			return nil, &LineError{Line: rd.Line(), Msg: err.Error()}
+		}
+	}
+	h.Skipped = rd.Skipped
+	if h.Events == 0 {
+		return nil, &LineError{Line: rd.Line() + 1, Msg: `empty history: expected a meta event {"type":"meta","v":1,...}`}
+	}
+	return h, nil
+}
+
+func (h *History) add(e *Event, byOp map[int64]int32, in interner, keep []string) error {
+	switch e.Type {
+	case TypeMeta:
+		if h.Events > 1 {
+			return fmt.Errorf("a second meta event: a history holds one run")
+		}
+		h.Meta = *e
+		h.EffectsKnown = h.EffectsKnown || e.EffectsRecorded
+	case TypeInvoke:
+		if _, dup := byOp[e.Op]; dup {
+			return fmt.Errorf("op %d is invoked twice: op ids must be unique in a run", e.Op)
+		}
+		byOp[e.Op] = int32(len(h.Attempts))
+		a := Attempt{
+			Op: e.Op, Tenant: in.get(e.Tenant), Key: e.Key, Number: e.Attempt, Client: e.Client,
+			Invoke: e.NS, Complete: -1, Outcome: Info,
+		}
+		if e.Intent != "" {
+			a.Intent = e.Intent
+			h.IntentsKnown = true
+		} else {
+			a.Intent = "key:" + e.Tenant + "/" + e.Key
+		}
+		if e.Req != nil {
+			a.Method, a.Path = in.get(e.Req.Method), in.get(e.Req.Path)
+			a.ReqHash = Hash(e.Req.Body)
+		}
+		h.Attempts = append(h.Attempts, a)
+	case TypeOK, TypeInfo, TypeFail:
+		i, ok := byOp[e.Op]
+		if !ok {
+			return fmt.Errorf("%s for op %d, which no earlier invoke event started", e.Type, e.Op)
+		}
+		a := &h.Attempts[i]
+		if a.Done() {
+			return fmt.Errorf("op %d completes twice: an attempt ends once", e.Op)
+		}
+		a.Complete = e.NS
+		a.Error = e.Error
+		switch e.Type {
+		case TypeOK:
+			a.Outcome = OK
+			a.HasResp = true
+			a.Status = e.Resp.Status
+			a.RespHash = Hash(e.Resp.Body)
+			a.RespLen = len(e.Resp.Body)
+			a.RespPreview = preview(e.Resp.Body)
+			for _, f := range e.Resp.Headers {
+				for _, k := range keep {
+					if strings.EqualFold(f.Name, k) {
+						a.RespHeaders = append(a.RespHeaders, Header{Name: in.get(k), Value: in.get(f.Value)})
+					}
+				}
+			}
+		case TypeFail:
+			a.Outcome = Fail
+		}
+	case TypeFault:
+		action := e.Action
+		if action == "" {
+			action = "fire"
+		}
+		h.Faults = append(h.Faults, Fault{Kind: in.get(e.Fault), Action: in.get(action), Op: e.Op, NS: e.NS, Detail: e.Detail})
+	case TypeEffect:
+		h.EffectsKnown = true
+		h.Effects = append(h.Effects, Effect{
+			Tenant: in.get(e.Tenant), Key: e.Key, Intent: e.Intent, Kind: in.get(e.EffectKind()), ID: e.Effect, NS: e.NS,
+		})
+	}
+	return nil
+}
+
+func preview(b []byte) string {
+	if len(b) <= PreviewBytes {
+		return string(b)
+	}
+	return string(b[:PreviewBytes]) + "…"
+}
+
+// interner shares the storage of values that repeat on every line (tenants,
+// methods, paths, header values), which keeps a million-event history small.
+// Only low-cardinality fields go through it.
+type interner map[string]string
+
+func (in interner) get(s string) string {
+	if v, ok := in[s]; ok {
+		return v
+	}
+	if len(in) > 1<<16 {
+		return s
+	}
+	in[s] = s
+	return s
+}

@@ -1,0 +1,356 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/valyala/fastjson"
+)
+
+// MaxLineBytes bounds one line of a history, so that a corrupt file cannot
+// make the reader buffer without limit.
+const MaxLineBytes = 64 << 20
+
+// ErrTruncated is wrapped by the [*LineError] a [Reader] returns when the last
+// line ends without a newline and is not complete JSON: the producer was cut
+// off mid-write. Checkers treat such a history as incomplete.
+var ErrTruncated = errors.New("history truncated")
+
+// Reader decodes a history one event at a time. Its memory does not grow
+// with the number of events: it holds one line and one parser.
+type Reader struct {
+	r       *bufio.Reader
+	p       fastjson.Parser
+	line    int
+	long    []byte
+	sawMeta bool
+	// Skipped counts lines of event types this reader does not know (newer
+	// producers may add types; readers skip them).
+	Skipped int
+}
+
+// NewReader returns a [Reader] that reads JSONL from r.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, 256<<10)}
+}
+
+// Line returns the number of the last line read.
+func (r *Reader) Line() int { return r.line }
+
+// Next decodes the next event into e, overwriting all its fields. It returns
+// io.EOF after the last event, and a [*LineError] for a malformed line.
+func (r *Reader) Next(e *Event) error {
+	for {
+		raw, complete, err := r.readLine()
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		v, perr := r.p.ParseBytes(raw)
+		if perr != nil {
+			if !complete {
+				return &LineError{Line: r.line, Msg: "truncated: the last line ends without a newline and is not complete JSON", Err: ErrTruncated}
+			}
+			return &LineError{Line: r.line, Msg: "not valid JSON: " + perr.Error(), Err: perr}
+		}
+		*e = Event{}
+		known, err := decodeEvent(v, e)
+		if err != nil {
+			return &LineError{Line: r.line, Msg: err.Error(), Err: err}
+		}
+		if !r.sawMeta {
+			if e.Type != TypeMeta {
+				return &LineError{Line: r.line, Msg: `the first event must be {"type":"meta","v":1,...}`}
+			}
+			if e.V != Version {
+				return &LineError{Line: r.line, Msg: fmt.Sprintf("history version %d is not supported (this reader knows version %d)", e.V, Version), Err: ErrUnsupportedVersion}
+			}
+			r.sawMeta = true
+		}
+		if !known {
+			r.Skipped++
+			continue
+		}
+		return nil
+	}
+}
+
+// readLine returns the next line without its newline. complete is false for
+// a final line that had no newline.
+func (r *Reader) readLine() (line []byte, complete bool, err error) {
+	r.long = r.long[:0]
+	for {
+		chunk, err := r.r.ReadSlice('\n')
+		switch {
+		case err == nil:
+			r.line++
+			if len(r.long) > 0 {
+				r.long = append(r.long, chunk[:len(chunk)-1]...)
+				return r.long, true, nil
+			}
+			return chunk[:len(chunk)-1], true, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			if len(r.long)+len(chunk) > MaxLineBytes {
+				return nil, false, &LineError{Line: r.line + 1, Msg: fmt.Sprintf("line longer than %d bytes", MaxLineBytes)}
+			}
+			r.long = append(r.long, chunk...)
+		case errors.Is(err, io.EOF):
+			if len(chunk) == 0 && len(r.long) == 0 {
+				return nil, false, io.EOF
+			}
+			r.line++
+			r.long = append(r.long, chunk...)
+			return r.long, false, nil
+		default:
+			return nil, false, fmt.Errorf("read history: %w", err)
+		}
+	}
+}
+
+// decodeEvent fills e from v. known is false for a type this reader does not know.
+func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
+	if v.Type() != fastjson.TypeObject {
+		return false, fmt.Errorf("an event must be a JSON object, got %s", v.Type())
+	}
+	t, err := str(v, "type", true)
+	if err != nil {
+		return false, err
+	}
+	e.Type = Type(t)
+	switch e.Type {
+	case TypeMeta:
+		var n int64
+		if n, err = integer(v, "v", true); err != nil {
+			return true, err
+		}
+		e.V = int(n)
+		if e.Scenario, err = str(v, "scenario", false); err != nil {
+			return true, err
+		}
+		if e.Seed, err = integer(v, "seed", false); err != nil {
+			return true, err
+		}
+		if e.Started, err = str(v, "started", false); err != nil {
+			return true, err
+		}
+		if f := v.Get("effects_recorded"); f != nil {
+			if e.EffectsRecorded, err = f.Bool(); err != nil {
+				return true, fmt.Errorf(`"effects_recorded" must be true or false`)
+			}
+		}
+		return true, nil
+	case TypeInvoke:
+		return true, decodeInvoke(v, e)
+	case TypeOK, TypeInfo, TypeFail:
+		if e.Op, err = integer(v, "op", true); err != nil {
+			return true, err
+		}
+		if e.NS, err = integer(v, "ns", true); err != nil {
+			return true, err
+		}
+		if e.Error, err = str(v, "error", false); err != nil {
+			return true, err
+		}
+		if e.Type != TypeOK {
+			return true, nil
+		}
+		rv := v.Get("resp")
+		if rv == nil {
+			return true, fmt.Errorf(`an ok event needs "resp" with the response's "status"`)
+		}
+		e.Resp = &Response{}
+		return true, decodeResponse(rv, e.Resp)
+	case TypeFault:
+		if e.Fault, err = str(v, "fault", true); err != nil {
+			return true, err
+		}
+		if e.Action, err = str(v, "action", false); err != nil {
+			return true, err
+		}
+		if e.Op, err = integer(v, "op", false); err != nil {
+			return true, err
+		}
+		if e.NS, err = integer(v, "ns", true); err != nil {
+			return true, err
+		}
+		if d := v.Get("detail"); d != nil {
+			e.Detail = d.MarshalTo(nil)
+		}
+		return true, nil
+	case TypeEffect:
+		if e.Effect, err = str(v, "effect", true); err != nil {
+			return true, err
+		}
+		for _, f := range []struct {
+			name string
+			dst  *string
+		}{{"tenant", &e.Tenant}, {"key", &e.Key}, {"intent", &e.Intent}, {"kind", &e.Kind}} {
+			if *f.dst, err = str(v, f.name, false); err != nil {
+				return true, err
+			}
+		}
+		if e.NS, err = integer(v, "ns", false); err != nil {
+			return true, err
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+func decodeInvoke(v *fastjson.Value, e *Event) (err error) {
+	if e.Op, err = integer(v, "op", true); err != nil {
+		return err
+	}
+	if e.NS, err = integer(v, "ns", true); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"intent", &e.Intent}, {"tenant", &e.Tenant}, {"key", &e.Key}} {
+		if *f.dst, err = str(v, f.name, false); err != nil {
+			return err
+		}
+	}
+	var n int64
+	if n, err = integer(v, "attempt", false); err != nil {
+		return err
+	}
+	e.Attempt = int(n)
+	if n, err = integer(v, "client", false); err != nil {
+		return err
+	}
+	e.Client = int(n)
+	rv := v.Get("req")
+	if rv == nil {
+		return nil
+	}
+	if rv.Type() != fastjson.TypeObject {
+		return fmt.Errorf(`"req" must be an object, got %s`, rv.Type())
+	}
+	e.Req = &Request{}
+	if e.Req.Method, err = str(rv, "method", false); err != nil {
+		return fmt.Errorf("req: %w", err)
+	}
+	if e.Req.Path, err = str(rv, "path", false); err != nil {
+		return fmt.Errorf("req: %w", err)
+	}
+	if e.Req.Headers, err = headers(rv); err != nil {
+		return fmt.Errorf("req: %w", err)
+	}
+	if e.Req.Body, err = body(rv); err != nil {
+		return fmt.Errorf("req: %w", err)
+	}
+	return nil
+}
+
+func decodeResponse(rv *fastjson.Value, r *Response) error {
+	if rv.Type() != fastjson.TypeObject {
+		return fmt.Errorf(`"resp" must be an object, got %s`, rv.Type())
+	}
+	n, err := integer(rv, "status", true)
+	if err != nil {
+		return fmt.Errorf("resp: %w", err)
+	}
+	if n < 100 || n > 999 {
+		return fmt.Errorf(`resp: "status" must be an HTTP status code (100-999), got %d`, n)
+	}
+	r.Status = int(n)
+	if r.Headers, err = headers(rv); err != nil {
+		return fmt.Errorf("resp: %w", err)
+	}
+	if r.Body, err = body(rv); err != nil {
+		return fmt.Errorf("resp: %w", err)
+	}
+	return nil
+}
+
+func str(v *fastjson.Value, name string, required bool) (string, error) {
+	f := v.Get(name)
+	if f == nil || f.Type() == fastjson.TypeNull {
+		if required {
+			return "", fmt.Errorf("missing %q", name)
+		}
+		return "", nil
+	}
+	b, err := f.StringBytes()
+	if err != nil {
+		return "", fmt.Errorf("%q must be a string, got %s", name, f.Type())
+	}
+	return string(b), nil
+}
+
+func integer(v *fastjson.Value, name string, required bool) (int64, error) {
+	f := v.Get(name)
+	if f == nil || f.Type() == fastjson.TypeNull {
+		if required {
+			return 0, fmt.Errorf("missing %q", name)
+		}
+		return 0, nil
+	}
+	n, err := f.Int64()
+	if err != nil {
+		return 0, fmt.Errorf("%q must be an integer, got %s", name, describe(f))
+	}
+	return n, nil
+}
+
+func describe(f *fastjson.Value) string {
+	if f.Type() == fastjson.TypeNumber {
+		return "number " + string(f.MarshalTo(nil))
+	}
+	return f.Type().String()
+}
+
+func headers(v *fastjson.Value) (Headers, error) {
+	f := v.Get("headers")
+	if f == nil || f.Type() == fastjson.TypeNull {
+		return nil, nil
+	}
+	o, err := f.Object()
+	if err != nil {
+		return nil, fmt.Errorf(`"headers" must be an object of name to value, got %s`, f.Type())
+	}
+	h := make(Headers, 0, o.Len())
+	o.Visit(func(k []byte, hv *fastjson.Value) {
+		if err != nil {
+			return
+		}
+		b, serr := hv.StringBytes()
+		if serr != nil {
+			err = fmt.Errorf("header %q must be a string, got %s", k, hv.Type())
+			return
+		}
+		h = append(h, Header{Name: string(k), Value: string(b)})
+	})
+	return h, err
+}
+
+func body(v *fastjson.Value) ([]byte, error) {
+	if f := v.Get("body"); f != nil && f.Type() != fastjson.TypeNull {
+		b, err := f.StringBytes()
+		if err != nil {
+			return nil, fmt.Errorf(`"body" must be a string, got %s (bytes that are not UTF-8 go in "body_b64")`, f.Type())
+		}
+		return append([]byte{}, b...), nil
+	}
+	f := v.Get("body_b64")
+	if f == nil || f.Type() == fastjson.TypeNull {
+		return nil, nil
+	}
+	b, err := f.StringBytes()
+	if err != nil {
+		return nil, fmt.Errorf(`"body_b64" must be a base64 string, got %s`, f.Type())
+	}
+	out, err := base64.StdEncoding.AppendDecode(nil, b)
+	if err != nil {
+		return nil, fmt.Errorf(`"body_b64" is not valid base64: %w`, err)
+	}
+	return out, nil
+}

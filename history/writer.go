@@ -1,0 +1,210 @@
+package history
+
+import (
+	"bufio"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+)
+
+// Writer encodes events as JSONL, one event per line, in a fixed field order
+// so that histories diff well. It is safe for concurrent use: the driver's
+// clients write from many goroutines.
+type Writer struct {
+	mu  sync.Mutex
+	w   *bufio.Writer
+	buf []byte
+	err error
+}
+
+// NewWriter returns a [Writer] that buffers its output; call [Writer.Flush]
+// to push what is buffered to w.
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{w: bufio.NewWriterSize(w, 64<<10)}
+}
+
+// Write appends one event. After the first error every call returns it.
+func (w *Writer) Write(e *Event) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	w.buf = AppendEvent(w.buf[:0], e)
+	w.buf = append(w.buf, '\n')
+	if _, err := w.w.Write(w.buf); err != nil {
+		w.err = fmt.Errorf("write history: %w", err)
+	}
+	return w.err
+}
+
+// Flush writes buffered events to the underlying writer.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.w.Flush(); err != nil {
+		w.err = fmt.Errorf("flush history: %w", err)
+	}
+	return w.err
+}
+
+// AppendEvent appends the JSON encoding of e (without a newline) to dst.
+// Fields that do not belong to e's type, and zero optional fields, are left out.
+func AppendEvent(dst []byte, e *Event) []byte {
+	dst = append(dst, `{"type":`...)
+	dst = appendString(dst, string(e.Type))
+	switch e.Type {
+	case TypeMeta:
+		dst = appendInt(dst, "v", int64(e.V))
+		dst = appendOptString(dst, "scenario", e.Scenario)
+		dst = appendInt(dst, "seed", e.Seed)
+		dst = appendOptString(dst, "started", e.Started)
+		if e.EffectsRecorded {
+			dst = append(dst, `,"effects_recorded":true`...)
+		}
+	case TypeInvoke:
+		dst = appendInt(dst, "op", e.Op)
+		dst = appendOptString(dst, "intent", e.Intent)
+		dst = appendOptString(dst, "tenant", e.Tenant)
+		dst = appendOptString(dst, "key", e.Key)
+		if e.Attempt != 0 {
+			dst = appendInt(dst, "attempt", int64(e.Attempt))
+		}
+		dst = appendInt(dst, "client", int64(e.Client))
+		dst = appendInt(dst, "ns", e.NS)
+		if e.Req != nil {
+			dst = append(dst, `,"req":{"method":`...)
+			dst = appendString(dst, e.Req.Method)
+			dst = append(dst, `,"path":`...)
+			dst = appendString(dst, e.Req.Path)
+			dst = appendHeadersAndBody(dst, e.Req.Headers, e.Req.Body)
+			dst = append(dst, '}')
+		}
+	case TypeOK, TypeInfo, TypeFail:
+		dst = appendInt(dst, "op", e.Op)
+		dst = appendInt(dst, "ns", e.NS)
+		if e.Resp != nil {
+			dst = append(dst, `,"resp":{"status":`...)
+			dst = strconv.AppendInt(dst, int64(e.Resp.Status), 10)
+			dst = appendHeadersAndBody(dst, e.Resp.Headers, e.Resp.Body)
+			dst = append(dst, '}')
+		}
+		dst = appendOptString(dst, "error", e.Error)
+	case TypeFault:
+		dst = append(dst, `,"fault":`...)
+		dst = appendString(dst, e.Fault)
+		if e.Action != "" && e.Action != "fire" {
+			dst = appendOptString(dst, "action", e.Action)
+		}
+		if e.Op != 0 {
+			dst = appendInt(dst, "op", e.Op)
+		}
+		dst = appendInt(dst, "ns", e.NS)
+		if len(e.Detail) > 0 {
+			dst = append(dst, `,"detail":`...)
+			dst = append(dst, e.Detail...)
+		}
+	case TypeEffect:
+		dst = appendOptString(dst, "tenant", e.Tenant)
+		dst = appendOptString(dst, "key", e.Key)
+		dst = appendOptString(dst, "intent", e.Intent)
+		dst = append(dst, `,"effect":`...)
+		dst = appendString(dst, e.Effect)
+		dst = appendOptString(dst, "kind", e.Kind)
+		dst = appendInt(dst, "ns", e.NS)
+	}
+	return append(dst, '}')
+}
+
+func appendHeadersAndBody(dst []byte, h Headers, body []byte) []byte {
+	if len(h) > 0 {
+		dst = append(dst, `,"headers":{`...)
+		for i, f := range h {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, f.Name)
+			dst = append(dst, ':')
+			dst = appendString(dst, f.Value)
+		}
+		dst = append(dst, '}')
+	}
+	if body == nil {
+		return dst
+	}
+	if utf8.Valid(body) {
+		dst = append(dst, `,"body":`...)
+		return appendString(dst, string(body))
+	}
+	dst = append(dst, `,"body_b64":"`...)
+	dst = base64.StdEncoding.AppendEncode(dst, body)
+	return append(dst, '"')
+}
+
+func appendInt(dst []byte, name string, v int64) []byte {
+	dst = append(dst, ',', '"')
+	dst = append(dst, name...)
+	dst = append(dst, '"', ':')
+	return strconv.AppendInt(dst, v, 10)
+}
+
+func appendOptString(dst []byte, name, v string) []byte {
+	if v == "" {
+		return dst
+	}
+	dst = append(dst, ',', '"')
+	dst = append(dst, name...)
+	dst = append(dst, '"', ':')
+	return appendString(dst, v)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
+// which is why bodies that are not valid UTF-8 go to body_b64 instead.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

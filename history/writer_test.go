@@ -1,0 +1,105 @@
+package history_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/idemchaos/idemchaos/history"
+)
+
+func sampleEvents() []history.Event {
+	return []history.Event{
+		{Type: history.TypeMeta, V: 1, Scenario: "response-drop", Seed: 42, Started: "2026-11-30T00:00:00Z", EffectsRecorded: true},
+		{Type: history.TypeInvoke, Op: 17, Intent: "i42", Tenant: "t1", Key: "k-9", Attempt: 2, Client: 3, NS: 123,
+			Req: &history.Request{Method: "POST", Path: "/v1/orders",
+				Headers: history.Headers{{Name: "Idempotency-Key", Value: "k-9"}, {Name: "Content-Type", Value: "application/json"}},
+				Body:    []byte(`{"sku":"A-100","note":"quote \" back\\slash\nnewline \u0001 ü <script>"}`)}},
+		{Type: history.TypeOK, Op: 17, NS: 456, Resp: &history.Response{Status: 201,
+			Headers: history.Headers{{Name: "Content-Type", Value: "application/json"}}, Body: []byte(`{"id":"o-1"}`)}},
+		{Type: history.TypeInvoke, Op: 18, Tenant: "t1", Key: "k-10", Attempt: 1, NS: 500,
+			Req: &history.Request{Method: "POST", Path: "/v1/orders", Body: []byte{0xff, 0x00, 0xfe, 'a'}}},
+		{Type: history.TypeOK, Op: 18, NS: 600, Resp: &history.Response{Status: 200, Body: []byte{0xc3, 0x28}}},
+		{Type: history.TypeOK, Op: 19, NS: 601, Resp: &history.Response{Status: 200, Body: []byte{}}},
+		{Type: history.TypeInfo, Op: 20, NS: 789, Error: "timeout after 500ms"},
+		{Type: history.TypeFail, Op: 21, NS: 790, Error: "connection refused"},
+		{Type: history.TypeFault, Fault: "response-drop", Op: 17, NS: 400, Detail: []byte(`{"proxy":"p17"}`)},
+		{Type: history.TypeFault, Fault: "crash", Action: "heal", NS: 401},
+		{Type: history.TypeEffect, Tenant: "t1", Key: "k-9", Intent: "i42", Effect: "order 9912", NS: 900},
+		{Type: history.TypeEffect, Tenant: "t1", Key: "k-9", Effect: "x", Kind: "notification", NS: 901},
+	}
+}
+
+func TestWriter_RoundTripsEveryField(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	w := history.NewWriter(&buf)
+	in := sampleEvents()
+	for i := range in {
+		if err := w.Write(&in[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"body_b64":"/wD+YQ=="`) {
+		t.Errorf("binary body not written as body_b64:\n%s", buf.String())
+	}
+	r := history.NewReader(&buf)
+	for i := range in {
+		var got history.Event
+		if err := r.Next(&got); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		want := in[i]
+		if !reflect.DeepEqual(normal(got), normal(want)) {
+			t.Errorf("event %d:\n got %+v\nwant %+v", i, normal(got), normal(want))
+		}
+	}
+	var e history.Event
+	if err := r.Next(&e); !errors.Is(err, io.EOF) {
+		t.Fatalf("after last event: got %v, want io.EOF", err)
+	}
+}
+
+// normal makes nil and empty slices compare equal, and drops the default action.
+func normal(e history.Event) history.Event {
+	if e.Action == "fire" {
+		e.Action = ""
+	}
+	for _, b := range []*[]byte{reqBody(&e), respBody(&e)} {
+		if b != nil && *b != nil && len(*b) == 0 {
+			*b = []byte{}
+		}
+	}
+	return e
+}
+
+func reqBody(e *history.Event) *[]byte {
+	if e.Req == nil {
+		return nil
+	}
+	return &e.Req.Body
+}
+
+func respBody(e *history.Event) *[]byte {
+	if e.Resp == nil {
+		return nil
+	}
+	return &e.Resp.Body
+}
+
+func TestHeaders_GetIsCaseInsensitive(t *testing.T) {
+	t.Parallel()
+	h := history.Headers{{Name: "Content-Type", Value: "text/plain"}}
+	if v, ok := h.Get("content-type"); !ok || v != "text/plain" {
+		t.Fatalf("Get(content-type) = %q, %v", v, ok)
+	}
+	if _, ok := h.Get("Retry-After"); ok {
+		t.Fatal("Get(Retry-After) found a header that is not there")
+	}
+}
