@@ -1,0 +1,236 @@
+package checkers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/idemchaos/idemchaos/history"
+)
+
+// Checker judges one invariant over a history and the effects the system
+// produced. Check is pure: no I/O, linear time.
+type Checker interface {
+	// Name is the invariant's name from DESIGN §4, e.g. "exactly-once".
+	Name() string
+	// Check judges the history. effects are usually h.Effects; a harness
+	// that read them from an oracle separately may pass its own.
+	Check(h *history.History, effects []history.Effect) Result
+}
+
+// Verdict is the outcome of a check. Like porcupine's, it has three values,
+// and Unknown is never reported as a pass.
+type Verdict int
+
+// The three verdicts, ordered so that the larger value is the worse one.
+const (
+	Pass Verdict = iota
+	Unknown
+	Violated
+)
+
+// String returns "pass", "unknown" or "violation".
+func (v Verdict) String() string {
+	switch v {
+	case Pass:
+		return "pass"
+	case Violated:
+		return "violation"
+	}
+	return "unknown"
+}
+
+// Violation is one broken instance of an invariant, said in plain words.
+type Violation struct {
+	Invariant string
+	Tenant    string
+	Method    string
+	Path      string
+	Key       string
+	Intent    string
+	// Ops are the attempts involved, in the order they were invoked.
+	Ops []int64
+	// Explanation says in one sentence what happened and what should have.
+	Explanation string
+	// Cause names the known pitfall the shape of the violation points to,
+	// when it points to one (see the seed article's symptom → cause table).
+	Cause string
+}
+
+// String returns the explanation followed by the likely cause.
+func (v Violation) String() string {
+	if v.Cause == "" {
+		return v.Explanation
+	}
+	return v.Explanation + " Likely cause: " + v.Cause + "."
+}
+
+// Result is what a check found.
+type Result struct {
+	Name    string
+	Verdict Verdict
+	// Violations are sorted by the first op involved.
+	Violations []Violation
+	// Reason says why the verdict is unknown, or notes what was not checked.
+	Reason string
+	// Checked counts what was examined (intents, keys or responses).
+	Checked int
+	// Results holds the parts of a composite result made by [All].
+	Results []Result
+}
+
+// Failures returns the non-passing results of a composite, numbered for
+// humans ("check 2/5 replay-identical: ..."), or of r itself.
+func (r Result) Failures() []string {
+	parts := r.Results
+	if len(parts) == 0 {
+		parts = []Result{r}
+	}
+	var out []string
+	for i, p := range parts {
+		if p.Verdict == Pass {
+			continue
+		}
+		head := fmt.Sprintf("check %d/%d %s: %s", i+1, len(parts), p.Name, p.Verdict)
+		if p.Verdict == Unknown {
+			out = append(out, head+": "+p.Reason)
+			continue
+		}
+		for _, v := range p.Violations {
+			out = append(out, head+": "+v.String())
+		}
+	}
+	return out
+}
+
+// Option sets a parameter where services legitimately differ.
+type Option func(*config)
+
+type config struct {
+	profile       Profile
+	headers       []string
+	decisionBound time.Duration
+	retentionGap  time.Duration
+}
+
+func newConfig(opts []Option) config {
+	c := config{
+		profile:       DefaultProfile(),
+		headers:       []string{"Content-Type"},
+		decisionBound: 5 * time.Second,
+		retentionGap:  30 * time.Second,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// WithProfile sets the status-code contract (default ietf).
+func WithProfile(p Profile) Option { return func(c *config) { c.profile = p } }
+
+// WithHeaders sets the response headers that must be byte-identical on a
+// replay, besides status and body (default: Content-Type only). The headers
+// must also be kept when the history is loaded ([history.LoadOptions]).
+func WithHeaders(names ...string) Option {
+	return func(c *config) { c.headers = append([]string(nil), names...) }
+}
+
+// WithDecisionBound sets how long after faults heal a retried key may stay
+// undecided (default 5s).
+func WithDecisionBound(d time.Duration) Option { return func(c *config) { c.decisionBound = d } }
+
+// WithRetentionGap sets the gap between sequential attempts of one key past
+// which a duplicate is blamed on record retention (default 30s).
+func WithRetentionGap(d time.Duration) Option { return func(c *config) { c.retentionGap = d } }
+
+// Names lists the invariants of DESIGN §4 in their canonical order.
+func Names() []string {
+	return []string{"exactly-once", "replay-identical", "reuse-rejected", "in-flight-conflict", "tenant-isolation", "eventually-decided", "durable-ack"}
+}
+
+// ByName returns the checker of the named invariant.
+func ByName(name string, opts ...Option) (Checker, error) {
+	switch name {
+	case "exactly-once":
+		return ExactlyOnce(opts...), nil
+	case "replay-identical":
+		return ReplayIdentical(opts...), nil
+	case "reuse-rejected":
+		return ReuseRejected(opts...), nil
+	case "in-flight-conflict":
+		return InFlightConflict(opts...), nil
+	case "tenant-isolation":
+		return TenantIsolation(opts...), nil
+	case "eventually-decided":
+		return EventuallyDecided(opts...), nil
+	case "durable-ack":
+		return DurableAck(opts...), nil
+	}
+	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownInvariant, name, strings.Join(Names(), ", "))
+}
+
+// Default returns all seven checkers with the same options.
+func Default(opts ...Option) Checker {
+	cs := make([]Checker, 0, len(Names()))
+	for _, n := range Names() {
+		c, _ := ByName(n, opts...)
+		cs = append(cs, c)
+	}
+	return All(cs...)
+}
+
+// All composes checkers: it runs every one and joins their results. The
+// composite verdict is the worst of the parts.
+func All(cs ...Checker) Checker { return all(cs) }
+
+type all []Checker
+
+var _ Checker = all(nil)
+
+func (a all) Name() string {
+	names := make([]string, len(a))
+	for i, c := range a {
+		names[i] = c.Name()
+	}
+	return strings.Join(names, "+")
+}
+
+func (a all) Check(h *history.History, effects []history.Effect) Result {
+	r := Result{Name: a.Name()}
+	for _, c := range a {
+		p := c.Check(h, effects)
+		r.Results = append(r.Results, p)
+		r.Violations = append(r.Violations, p.Violations...)
+		r.Checked += p.Checked
+		if p.Verdict > r.Verdict {
+			r.Verdict = p.Verdict
+		}
+	}
+	return r
+}
+
+// finish sorts the violations and settles the verdict: violations are
+// definite; otherwise a truncated history or an explicit reason is unknown.
+func finish(r Result, h *history.History, unknown string) Result {
+	sort.SliceStable(r.Violations, func(i, j int) bool { return firstOp(r.Violations[i]) < firstOp(r.Violations[j]) })
+	switch {
+	case len(r.Violations) > 0:
+		r.Verdict = Violated
+	case unknown != "":
+		r.Verdict, r.Reason = Unknown, unknown
+	case h.Truncated:
+		r.Verdict, r.Reason = Unknown, "the history is truncated (its last line was cut off), so events may be missing"
+	default:
+		r.Verdict = Pass
+	}
+	return r
+}
+
+func firstOp(v Violation) int64 {
+	if len(v.Ops) == 0 {
+		return 0
+	}
+	return v.Ops[0]
+}

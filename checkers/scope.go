@@ -1,0 +1,145 @@
+package checkers
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemchaos/idemchaos/history"
+)
+
+// scope is the idempotency scope of DESIGN §3: tenant, endpoint and key.
+type scope struct{ tenant, method, path, key string }
+
+func scopeOf(a *history.Attempt) scope { return scope{a.Tenant, a.Method, a.Path, a.Key} }
+
+// groupByScope returns the attempts of every scope that carried a key, in
+// order of first appearance. Attempts without a key have no scope to judge.
+func groupByScope(h *history.History) ([]scope, map[scope][]int32) {
+	groups := make(map[scope][]int32)
+	var order []scope
+	for i := range h.Attempts {
+		a := &h.Attempts[i]
+		if a.Key == "" {
+			continue
+		}
+		s := scopeOf(a)
+		g, ok := groups[s]
+		if !ok {
+			order = append(order, s)
+		}
+		groups[s] = append(g, int32(i))
+	}
+	return order, groups
+}
+
+// sortByInvoke orders attempts by invoke time; histories are written in the
+// order the harness observed events, which concurrent clients may interleave.
+func sortByInvoke(h *history.History, idx []int32) {
+	sort.SliceStable(idx, func(i, j int) bool { return h.Attempts[idx[i]].Invoke < h.Attempts[idx[j]].Invoke })
+}
+
+// class is what one attempt's ending says about execution.
+type class uint8
+
+const (
+	// indeterminate: info, 5xx or 408. The request may have executed.
+	indeterminate class = iota
+	// succeeded: a 2xx. The intent is acknowledged.
+	succeeded
+	// pending: the in-flight status, 425 or 429: "not now", nothing executed
+	// by this attempt, nothing decided.
+	pending
+	// rejected: fail (provably unsent) or any other status: decided, and
+	// nothing executed.
+	rejected
+)
+
+func classify(a *history.Attempt, p Profile) class {
+	switch {
+	case a.Outcome == history.Fail:
+		return rejected
+	case a.Outcome == history.Info:
+		return indeterminate
+	case a.Status >= 200 && a.Status < 300:
+		return succeeded
+	case a.Status >= 500 || a.Status == 408:
+		return indeterminate
+	case a.Status == p.InFlight || a.Status == 425 || a.Status == 429:
+		return pending
+	}
+	return rejected
+}
+
+func overlaps(a, b *history.Attempt, end int64) bool {
+	return a.Invoke < b.End(end) && b.Invoke < a.End(end)
+}
+
+// describeScope names a scope for an explanation: "key k-9, tenant t1, POST /v1/orders".
+func describeScope(s scope) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "key %s", s.key)
+	if s.tenant != "" {
+		fmt.Fprintf(&b, ", tenant %s", s.tenant)
+	}
+	if s.method != "" || s.path != "" {
+		fmt.Fprintf(&b, ", %s %s", s.method, s.path)
+	}
+	return b.String()
+}
+
+// opList writes "op 5", "ops 17 and 18" or "ops 1, 2 and 3".
+func opList(ops []int64) string {
+	switch len(ops) {
+	case 0:
+		return "no ops"
+	case 1:
+		return "op " + strconv.FormatInt(ops[0], 10)
+	}
+	parts := make([]string, len(ops))
+	for i, o := range ops {
+		parts[i] = strconv.FormatInt(o, 10)
+	}
+	if len(parts) > 8 {
+		parts = append(parts[:7], fmt.Sprintf("… (%d in all)", len(ops)))
+		return "ops " + strings.Join(parts, ", ")
+	}
+	return "ops " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+func opsOf(h *history.History, idx []int32) []int64 {
+	ops := make([]int64, len(idx))
+	for i, j := range idx {
+		ops[i] = h.Attempts[j].Op
+	}
+	return ops
+}
+
+// at formats a history timestamp as seconds since the run started.
+func at(ns int64) string {
+	return time.Duration(ns).Round(time.Millisecond).String()
+}
+
+func statusOf(a *history.Attempt) string {
+	if a.Outcome != history.OK {
+		return a.Outcome.String()
+	}
+	return strconv.Itoa(a.Status)
+}
+
+// quoteBody shows a response body for an explanation.
+func quoteBody(a *history.Attempt) string {
+	if a.RespLen == 0 {
+		return "an empty body"
+	}
+	return strconv.Quote(a.RespPreview)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

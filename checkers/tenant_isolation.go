@@ -1,0 +1,69 @@
+package checkers
+
+import (
+	"fmt"
+
+	"github.com/idemchaos/idemchaos/history"
+)
+
+// TenantIsolation returns the checker of "tenant-isolation": no response to
+// tenant B is a response that was produced for tenant A.
+//
+// A response is recognised by a hash of its body. Only bodies that identify
+// one execution count: a non-empty 2xx body that tenant A received under a
+// single key. A generic body ({"ok":true}) seen under several keys proves
+// nothing and is ignored.
+func TenantIsolation(opts ...Option) Checker { return tenantIsolation{newConfig(opts)} }
+
+type tenantIsolation struct{ cfg config }
+
+var _ Checker = tenantIsolation{}
+
+func (tenantIsolation) Name() string { return "tenant-isolation" }
+
+type bodyOwner struct {
+	first   int32 // first attempt that received the body
+	generic bool  // the owning tenant received it under more than one key
+}
+
+func (c tenantIsolation) Check(h *history.History, _ []history.Effect) Result {
+	r := Result{Name: c.Name()}
+	owners := make(map[uint64]*bodyOwner)
+	for i := range h.Attempts {
+		a := &h.Attempts[i]
+		if classify(a, c.cfg.profile) != succeeded || a.RespLen == 0 {
+			continue
+		}
+		r.Checked++
+		o, ok := owners[a.RespHash]
+		if !ok {
+			owners[a.RespHash] = &bodyOwner{first: int32(i)}
+			continue
+		}
+		f := &h.Attempts[o.first]
+		if f.Tenant == a.Tenant && f.Key != a.Key {
+			o.generic = true
+		}
+	}
+	seen := make(map[tenantKey]bool)
+	for i := range h.Attempts {
+		a := &h.Attempts[i]
+		if classify(a, c.cfg.profile) != succeeded || a.RespLen == 0 {
+			continue
+		}
+		o := owners[a.RespHash]
+		f := &h.Attempts[o.first]
+		if o.generic || f.Tenant == a.Tenant || seen[tenantKey{a.Tenant, a.Key}] {
+			continue
+		}
+		seen[tenantKey{a.Tenant, a.Key}] = true
+		r.Violations = append(r.Violations, Violation{
+			Invariant: c.Name(), Tenant: a.Tenant, Method: a.Method, Path: a.Path, Key: a.Key, Intent: a.Intent,
+			Ops: []int64{f.Op, a.Op},
+			Explanation: fmt.Sprintf("tenant %s's request (op %d, key %s) got the response produced for tenant %s (op %d, key %s): body %s; a tenant must never see another tenant's response.",
+				a.Tenant, a.Op, a.Key, f.Tenant, f.Op, f.Key, quoteBody(a)),
+			Cause: "idempotency keys share one global namespace instead of being scoped by tenant, so tenant B's key matched tenant A's record",
+		})
+	}
+	return finish(r, h, "")
+}

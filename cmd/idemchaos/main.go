@@ -1,0 +1,17 @@
+// Command idemchaos tests idempotent write APIs under faults: it drives
+// retrying client traffic, records a history and checks invariants over it.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	m := NewMain()
+	os.Exit(m.Exit(m.Run(ctx, os.Args[1:])))
+}
