@@ -1,0 +1,312 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemchaos/idemchaos/history"
+)
+
+// Intent is one thing a client means to do once. Two intents may carry
+// byte-identical bodies: a user really buying twice.
+type Intent struct {
+	ID     string
+	Tenant string
+	Key    string // "" sends no key header
+	Method string
+	Path   string
+	Body   []byte
+	// At is when the intent starts, from the start of the run.
+	At time.Duration
+	// Clicks > 1 sends that many copies of the first attempt (a double
+	// click), released within Spread.
+	Clicks int
+	Spread time.Duration
+	// Faults aims faults at attempts of this intent: attempt number → fault
+	// name. The [Router] makes them real.
+	Faults map[int]string
+	Client int
+	_      struct{}
+}
+
+// AttemptInfo describes an attempt about to be sent, for a [Router].
+type AttemptInfo struct {
+	Op      int64
+	Intent  *Intent
+	Attempt int    // 1-based attempt number
+	Click   int    // 0 for the original, 1.. for double-click copies
+	Key     string // the key this attempt carries
+	// Fault is the fault the plan aims at this attempt, "" for none.
+	Fault string
+}
+
+// Route is the path one attempt takes.
+type Route struct {
+	// BaseURL replaces the target's base URL for this attempt ("" keeps it).
+	BaseURL string
+	// Fresh sends the attempt on its own new connection, closed afterwards,
+	// so that a fault on that path hits this attempt alone.
+	Fresh bool
+	// Done is called once the attempt has completed (to tear the path down).
+	Done func()
+}
+
+// Router chooses the path of each attempt; faults implement it to aim at
+// single attempts.
+type Router interface {
+	Route(ctx context.Context, a AttemptInfo) (Route, error)
+}
+
+// Config is what the driver needs besides the intents.
+type Config struct {
+	// BaseURL of the service (usually the harness's proxy in front of it).
+	BaseURL string
+	// Tokens maps a tenant to its bearer token.
+	Tokens map[string]string
+	// KeyHeader is the idempotency key header (default "Idempotency-Key").
+	KeyHeader string
+	// Headers are sent on every request (e.g. Content-Type).
+	Headers history.Headers
+	// Concurrency bounds intents in flight at once (default 8).
+	Concurrency int
+	// MaxRequests bounds the attempts of the whole run (default 10,000).
+	MaxRequests int
+	// Deadline bounds the whole run (default 60s).
+	Deadline time.Duration
+	// Timeout bounds one attempt (default 2s).
+	Timeout time.Duration
+	Model   Model
+	Retry   RetryPolicy
+	// InFlightStatus is the status the service uses for "still processing"
+	// (default 409); the correct client retries it when Retry-After is set.
+	InFlightStatus int
+	// Seed makes backoff jitter reproducible: each intent draws from its own
+	// source derived from Seed and its id, so concurrency cannot reorder draws.
+	Seed     int64
+	Recorder *Recorder
+	Router   Router
+	_        struct{}
+}
+
+// Stats counts what a run sent and got.
+type Stats struct {
+	Intents  int
+	Requests int64
+	OK       int64
+	Info     int64
+	Fail     int64
+	// Budget says the run hit MaxRequests; Deadline that it hit the deadline.
+	Budget   bool
+	Deadline bool
+	Elapsed  time.Duration
+}
+
+func (c *Config) withDefaults() error {
+	if c.BaseURL == "" {
+		return fmt.Errorf("%w: no base URL", ErrConfig)
+	}
+	if c.Recorder == nil {
+		return fmt.Errorf("%w: no recorder", ErrConfig)
+	}
+	if c.KeyHeader == "" {
+		c.KeyHeader = "Idempotency-Key"
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 8
+	}
+	if c.MaxRequests <= 0 {
+		c.MaxRequests = 10000
+	}
+	if c.Deadline <= 0 {
+		c.Deadline = time.Minute
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 2 * time.Second
+	}
+	if c.Model == "" {
+		c.Model = Correct
+	}
+	if c.InFlightStatus == 0 {
+		c.InFlightStatus = http.StatusConflict
+	}
+	c.Retry = c.Retry.withDefaults()
+	return validModel(c.Model)
+}
+
+// Run sends every intent and records every attempt. It returns when all
+// intents are done, the budget or the deadline is reached, or ctx ends;
+// attempts still in flight then are recorded as info.
+func Run(ctx context.Context, cfg Config, intents []Intent) (Stats, error) {
+	if err := cfg.withDefaults(); err != nil {
+		return Stats{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
+	defer cancel()
+	d := &runner{cfg: cfg, shared: newClient(cfg, false)}
+	defer d.shared.CloseIdleConnections()
+
+	order := make([]*Intent, len(intents))
+	for i := range intents {
+		order[i] = &intents[i]
+	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].At < order[j].At })
+
+	start := time.Now()
+	queue := make(chan *Intent)
+	var wg sync.WaitGroup
+	for w := 0; w < cfg.Concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for in := range queue {
+				d.intent(ctx, in)
+			}
+		}()
+	}
+feed:
+	for _, in := range order {
+		if wait := in.At - time.Since(start); wait > 0 {
+			if !sleep(ctx, wait) {
+				break feed
+			}
+		}
+		select {
+		case queue <- in:
+			d.stats.Intents++
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(queue)
+	wg.Wait()
+	st := d.snapshot()
+	st.Elapsed = time.Since(start)
+	st.Deadline = ctx.Err() == context.DeadlineExceeded
+	if err := cfg.Recorder.Flush(); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+type runner struct {
+	cfg    Config
+	shared *http.Client
+	sent   atomic.Int64
+	ok     atomic.Int64
+	info   atomic.Int64
+	fail   atomic.Int64
+	budget atomic.Bool
+	stats  Stats
+}
+
+func (d *runner) snapshot() Stats {
+	st := d.stats
+	st.Requests, st.OK, st.Info, st.Fail, st.Budget = d.sent.Load(), d.ok.Load(), d.info.Load(), d.fail.Load(), d.budget.Load()
+	return st
+}
+
+// take reserves one request from the run's budget.
+func (d *runner) take() bool {
+	if d.sent.Add(1) > int64(d.cfg.MaxRequests) {
+		d.sent.Add(-1)
+		d.budget.Store(true)
+		return false
+	}
+	return true
+}
+
+// intent runs one intent to its end: the first attempt (with its double-click
+// copies), then retries as the client model dictates.
+func (d *runner) intent(ctx context.Context, in *Intent) {
+	h := fnv.New64a()
+	h.Write([]byte(in.ID))
+	rng := rand.New(rand.NewPCG(uint64(d.cfg.Seed), h.Sum64()))
+	for n := 1; n <= d.cfg.Retry.MaxAttempts; n++ {
+		var res result
+		if n == 1 && in.Clicks > 1 {
+			res = d.clicks(ctx, in, rng)
+		} else {
+			res = d.attempt(ctx, in, n, 0)
+		}
+		if res.stop || !d.cfg.Model.retryable(res.status, res.hasRetryAfter, d.cfg.InFlightStatus) || n == d.cfg.Retry.MaxAttempts {
+			return
+		}
+		if !sleep(ctx, d.cfg.Retry.backoff(rng, n, res.retryAfter)) {
+			return
+		}
+	}
+}
+
+// clicks sends the copies of a double click, released within the spread;
+// the intent continues from the best answer among them.
+func (d *runner) clicks(ctx context.Context, in *Intent, rng *rand.Rand) result {
+	delays := make([]time.Duration, in.Clicks)
+	for i := 1; i < in.Clicks; i++ {
+		if in.Spread > 0 {
+			delays[i] = time.Duration(rng.Int64N(int64(in.Spread) + 1))
+		}
+	}
+	results := make([]result, in.Clicks)
+	var wg sync.WaitGroup
+	for i := range delays {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if sleep(ctx, delays[i]) {
+				results[i] = d.attempt(ctx, in, 1, i)
+			} else {
+				results[i] = result{stop: true}
+			}
+		}()
+	}
+	wg.Wait()
+	best := results[0]
+	for _, r := range results[1:] {
+		if r.status >= 200 && r.status < 300 {
+			best = r
+		}
+	}
+	return best
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func newClient(cfg Config, fresh bool) *http.Client {
+	tr := &http.Transport{
+		// Never a proxy from the environment: traffic goes only where the
+		// user pointed it.
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        cfg.Concurrency * 4,
+		MaxIdleConnsPerHost: cfg.Concurrency * 4,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true, // bodies are judged byte for byte
+		DisableKeepAlives:   fresh,
+		ForceAttemptHTTP2:   false,
+	}
+	return &http.Client{
+		Transport: tr,
+		// A redirect would be a second request the history does not show.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}

@@ -1,0 +1,85 @@
+package driver
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemchaos/idemchaos/history"
+)
+
+// Recorder is the single source of time and op ids in a run, and the one
+// writer of its history. It is safe for concurrent use.
+type Recorder struct {
+	start time.Time
+	ops   atomic.Int64
+	w     *history.Writer
+	mu    sync.Mutex
+	sinks []func(*history.Event)
+}
+
+// NewRecorder starts the run clock and writes the meta event to w.
+func NewRecorder(w *history.Writer, scenario string, seed int64) (*Recorder, error) {
+	r := &Recorder{start: time.Now(), w: w}
+	err := w.Write(&history.Event{Type: history.TypeMeta, V: history.Version, Scenario: scenario, Seed: seed,
+		Started: r.start.UTC().Format(time.RFC3339Nano), EffectsRecorded: true})
+	return r, err
+}
+
+// Now returns the monotonic nanoseconds since the run started.
+func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
+
+// Start is the wall-clock start of the run.
+func (r *Recorder) Start() time.Time { return r.start }
+
+// NextOp returns a fresh attempt id; ids start at 1.
+func (r *Recorder) NextOp() int64 { return r.ops.Add(1) }
+
+// Ops returns how many op ids were handed out.
+func (r *Recorder) Ops() int64 { return r.ops.Load() }
+
+// OnEvent registers a function called with every event written (for
+// progress displays). It must not block.
+func (r *Recorder) OnEvent(f func(*history.Event)) {
+	r.mu.Lock()
+	r.sinks = append(r.sinks, f)
+	r.mu.Unlock()
+}
+
+// Write stamps e with the run clock when it has no time yet and appends it.
+func (r *Recorder) Write(e *history.Event) error {
+	if e.NS == 0 && e.Type != history.TypeMeta {
+		e.NS = r.Now()
+	}
+	err := r.w.Write(e)
+	r.mu.Lock()
+	sinks := r.sinks
+	r.mu.Unlock()
+	for _, f := range sinks {
+		f(e)
+	}
+	return err
+}
+
+// Fault records that a fault fired (action "fire") or healed ("heal"),
+// aimed at op (0 for none), with detail marshalled as JSON.
+func (r *Recorder) Fault(kind, action string, op int64, detail any) error {
+	e := &history.Event{Type: history.TypeFault, Fault: kind, Action: action, Op: op}
+	if detail != nil {
+		b, err := json.Marshal(detail)
+		if err != nil {
+			return err
+		}
+		e.Detail = b
+	}
+	return r.Write(e)
+}
+
+// Effect records one effect the system produced.
+func (r *Recorder) Effect(tenant, key, intent, effect, kind string) error {
+	return r.Write(&history.Event{Type: history.TypeEffect, Tenant: tenant, Key: key, Intent: intent, Effect: effect, Kind: kind})
+}
+
+// Flush pushes buffered events to the file, so an interrupted run keeps them.
+func (r *Recorder) Flush() error { return r.w.Flush() }
