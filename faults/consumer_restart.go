@@ -1,0 +1,37 @@
+package faults
+
+import "context"
+
+func init() { Register("consumer-restart", func() Fault { return &ConsumerRestart{} }) }
+
+// ConsumerRestart kills the queue consumer after its side effect and before
+// its ack (a real SIGKILL at a failpoint), then restarts it: the message is
+// redelivered once its visibility timeout runs out.
+type ConsumerRestart struct {
+	// Point is the consumer failpoint (default "consumer-after-effect-before-ack").
+	Point string `yaml:"point" json:"point"`
+	_     struct{}
+}
+
+var _ Fault = (*ConsumerRestart)(nil)
+
+// Kind implements [Fault].
+func (*ConsumerRestart) Kind() string { return "consumer-restart" }
+
+// Validate implements [Fault].
+func (f *ConsumerRestart) Validate() error {
+	if f.Point == "" {
+		f.Point = "consumer-after-effect-before-ack"
+	}
+	return validPoint(f.Kind(), f.Point, consumerPoints)
+}
+
+// Apply implements [Fault]: it blocks until the consumer died and came back.
+func (f *ConsumerRestart) Apply(ctx context.Context, w World) error {
+	return killAt(ctx, w, f.Kind(), "consumer", f.Point, true)
+}
+
+// Heal implements [Fault].
+func (f *ConsumerRestart) Heal(ctx context.Context, w World) error {
+	return disarm(ctx, w, "consumer", f.Point)
+}

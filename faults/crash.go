@@ -1,0 +1,101 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+func init() { Register("crash", func() Fault { return &Crash{} }) }
+
+// Crash kills the service with a real SIGKILL at a chosen point of the
+// request path (a failpoint, so the death lands mid-request) or at once,
+// then restarts it. On an external target the kill and restart are the
+// scenario's hook commands.
+type Crash struct {
+	// Point is the failpoint to die at (default "after-business-write-before-commit");
+	// "now" kills at once, wherever requests are.
+	Point string `yaml:"point" json:"point"`
+	// NoRestart leaves the process dead.
+	NoRestart bool `yaml:"no_restart" json:"no_restart"`
+	_         struct{}
+}
+
+var _ Fault = (*Crash)(nil)
+
+// Kind implements [Fault].
+func (*Crash) Kind() string { return "crash" }
+
+// Validate implements [Fault].
+func (f *Crash) Validate() error {
+	if f.Point == "" {
+		f.Point = "after-business-write-before-commit"
+	}
+	return validPoint(f.Kind(), f.Point, servicePoints)
+}
+
+// Apply implements [Fault]: it blocks until the process died and came back.
+func (f *Crash) Apply(ctx context.Context, w World) error {
+	return killAt(ctx, w, f.Kind(), "service", f.Point, !f.NoRestart)
+}
+
+// Heal implements [Fault]: it disarms the failpoint if no request hit it.
+func (f *Crash) Heal(ctx context.Context, w World) error {
+	return disarm(ctx, w, "service", f.Point)
+}
+
+// servicePoints are the service's crash points (see reference/failpoint.go).
+var servicePoints = []string{"now", "before-claim", "after-claim", "after-business-write-before-commit",
+	"after-commit-before-response", "after-response-before-commit", "callback-after-dedupe"}
+
+// consumerPoints are the queue consumer's crash points.
+var consumerPoints = []string{"now", "consumer-after-claim", "consumer-after-effect-before-ack"}
+
+func validPoint(kind, p string, known []string) error {
+	for _, k := range known {
+		if p == k {
+			return nil
+		}
+	}
+	return invalid(kind, "unknown point %q (known: %v)", p, known)
+}
+
+// killAt arms a crash failpoint (or kills at once for "now"), waits for the
+// process to die, records the crash, restarts it and records the heal.
+func killAt(ctx context.Context, w World, kind, name, point string, restart bool) error {
+	p := w.Process(name)
+	if p == nil {
+		return fmt.Errorf("%s: %w: no %s process to kill", kind, ErrUnsupported, name)
+	}
+	died := p.Exited()
+	if point == "now" {
+		if err := p.Kill(ctx); err != nil {
+			return fmt.Errorf("%s: kill %s: %w", kind, name, err)
+		}
+	} else if err := w.Failpoint(ctx, name, point, "crash", 1); err != nil {
+		return fmt.Errorf("%s: arm %s: %w", kind, point, err)
+	}
+	select {
+	case <-died:
+	case <-ctx.Done():
+		return nil // nothing reached the point; Heal disarms it
+	}
+	w.Record(kind, "fire", 0, map[string]any{"process": name, "point": point})
+	if !restart {
+		return nil
+	}
+	start := time.Now()
+	if err := p.Restart(ctx); err != nil {
+		return fmt.Errorf("%s: restart %s: %w", kind, name, err)
+	}
+	w.Record(kind, "heal", 0, map[string]any{"process": name, "restart_ms": time.Since(start).Milliseconds()})
+	return nil
+}
+
+func disarm(ctx context.Context, w World, name, point string) error {
+	if point == "now" || w.Process(name) == nil {
+		return nil
+	}
+	_ = w.Failpoint(ctx, name, point, "off", 0)
+	return nil
+}

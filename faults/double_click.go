@@ -1,0 +1,61 @@
+package faults
+
+import (
+	"context"
+	"time"
+)
+
+func init() { Register("double-click", func() Fault { return &DoubleClick{} }) }
+
+// DoubleClick sends several copies of an intent's first attempt with the
+// same key, released within a spread: a user clicking "pay" twice.
+type DoubleClick struct {
+	// Copies is how many requests one click sends (default 2, at least 2).
+	Copies int `yaml:"copies" json:"copies"`
+	// Spread releases the copies within this window (default 20ms).
+	Spread time.Duration `yaml:"spread" json:"spread"`
+	_      struct{}
+}
+
+var (
+	_ Clicker = (*DoubleClick)(nil)
+	_ Aimed   = (*DoubleClick)(nil)
+)
+
+// Kind implements [Fault].
+func (*DoubleClick) Kind() string { return "double-click" }
+
+// Validate implements [Fault].
+func (f *DoubleClick) Validate() error {
+	if f.Copies == 0 {
+		f.Copies = 2
+	}
+	if f.Copies < 2 {
+		return invalid(f.Kind(), "copies must be ≥ 2, got %d", f.Copies)
+	}
+	if f.Spread < 0 {
+		return invalid(f.Kind(), "spread must be ≥ 0, got %s", f.Spread)
+	}
+	if f.Spread == 0 {
+		f.Spread = 20 * time.Millisecond
+	}
+	return nil
+}
+
+// Clicks implements [Clicker].
+func (f *DoubleClick) Clicks() (int, time.Duration) { return f.Copies, f.Spread }
+
+// Apply implements [Fault]; the copies come from the plan.
+func (*DoubleClick) Apply(context.Context, World) error { return nil }
+
+// Heal implements [Fault].
+func (*DoubleClick) Heal(context.Context, World) error { return nil }
+
+// Route implements [Aimed]: it records each extra copy as a firing and sends
+// it on the ordinary path.
+func (f *DoubleClick) Route(_ context.Context, w World, a Attempt) (Route, error) {
+	if a.Click > 0 {
+		w.Record(f.Kind(), "fire", a.Op, map[string]any{"copy": a.Click + 1, "of": f.Copies})
+	}
+	return Route{}, nil
+}

@@ -1,0 +1,61 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+)
+
+func init() { Register("gateway-5xx", func() Fault { return &Gateway5xx{} }) }
+
+// Gateway5xx is a gateway hop that forwards the aimed attempt to the service,
+// waits for the real response, throws it away and answers 502 or 504: the
+// request executed, the client was told it failed.
+type Gateway5xx struct {
+	// Status is 502 or 504 (default 504).
+	Status int `yaml:"status" json:"status"`
+	hop    hop
+	_      struct{}
+}
+
+var _ Aimed = (*Gateway5xx)(nil)
+
+// Kind implements [Fault].
+func (*Gateway5xx) Kind() string { return "gateway-5xx" }
+
+// Validate implements [Fault].
+func (f *Gateway5xx) Validate() error {
+	switch f.Status {
+	case 0:
+		f.Status = http.StatusGatewayTimeout
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+	default:
+		return invalid(f.Kind(), "status must be 502 or 504, got %d", f.Status)
+	}
+	return nil
+}
+
+// Apply implements [Fault]; the gateway acts through Route.
+func (*Gateway5xx) Apply(context.Context, World) error { return nil }
+
+// Heal implements [Fault]: it stops the hop.
+func (f *Gateway5xx) Heal(ctx context.Context, _ World) error { return f.hop.close(ctx) }
+
+// Route implements [Aimed].
+func (f *Gateway5xx) Route(ctx context.Context, w World, a Attempt) (Route, error) {
+	base := w.ServiceURL()
+	url, err := f.hop.start(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		status := f.Status
+		if _, err := forward(r, base); err != nil {
+			status = http.StatusBadGateway
+		}
+		rw.Header().Set("Content-Type", "text/plain")
+		rw.WriteHeader(status)
+		fmt.Fprintf(rw, "%d from the gateway (idemchaos gateway-5xx)\n", status)
+	}))
+	if err != nil {
+		return Route{}, err
+	}
+	w.Record(f.Kind(), "fire", a.Op, map[string]any{"status": f.Status})
+	return Route{BaseURL: url, Fresh: true}, nil
+}
