@@ -82,6 +82,9 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	if info.Key != "" {
 		req.Header.Set(d.cfg.KeyHeader, info.Key)
 	}
+	if d.cfg.IntentHeader != "" {
+		req.Header.Set(d.cfg.IntentHeader, in.ID)
+	}
 	if tok, ok := d.cfg.Tokens[in.Tenant]; ok {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}

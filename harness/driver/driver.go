@@ -75,6 +75,9 @@ type Config struct {
 	KeyHeader string
 	// Headers are sent on every request (e.g. Content-Type).
 	Headers history.Headers
+	// IntentHeader, if set, carries the intent id on every request, for
+	// services that can record it (the reference does).
+	IntentHeader string
 	// Concurrency bounds intents in flight at once (default 8).
 	Concurrency int
 	// MaxRequests bounds the attempts of the whole run (default 10,000).

@@ -1,0 +1,19 @@
+// Package proxy drives a Toxiproxy, either in-process (the toxiproxy server
+// package used as a library) or an external toxiproxy-server through its
+// HTTP API, behind one interface, [Server].
+//
+// Toxics act on every connection of a proxy, and Toxiproxy rolls their
+// toxicity per connection from its own random source. idemchaos owns all
+// randomness, so this package always sets toxicity to 1: a fault aimed at
+// one attempt gets its own proxy, and the harness decides which attempts
+// travel through it.
+//
+// Exported API:
+//
+//   - [Server]: CreateProxy, AddToxic, RemoveToxic, ResetToxics, SetEnabled,
+//     RemoveProxy, Close.
+//   - [NewInProcess], [Connect]: the two implementations.
+//   - [Toxic], [Stream], [Upstream], [Downstream]: what a toxic is.
+//   - [ErrProxyExists], [ErrProxyNotFound], [ErrToxicExists],
+//     [ErrToxicNotFound], [ErrBadToxic], [ErrClosed], [ErrUnreachable].
+package proxy
