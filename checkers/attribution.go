@@ -6,7 +6,7 @@ import "github.com/idemchaos/idemchaos/history"
 type intentState struct {
 	id       string
 	attempts []int32 // indices into h.Attempts, in history order
-	effects  []int32 // indices into effects
+	effects  []int32 // indices into effects, in effect order
 	acked    int32   // first attempt with a 2xx, or -1
 	anyIndet bool    // some attempt may have executed unseen
 }
@@ -14,8 +14,7 @@ type intentState struct {
 // attribution joins effects to the intents that caused them.
 type attribution struct {
 	intents []*intentState // in order of first attempt
-	byID    map[string]*intentState
-	orphans int // effects no attempt of the history explains
+	orphans int            // effects no attempt of the history explains
 }
 
 type tenantKey struct{ tenant, key string }
@@ -24,18 +23,24 @@ type tenantKey struct{ tenant, key string }
 // oracle could tell it, else by (tenant, key). When one key was used by
 // several intents (a reused key), the effect goes to the intent the service
 // acknowledged first, since that is the one it claims to have executed.
+//
+// It runs in linear time with a handful of allocations: the states live in
+// one slice, and the attempt and effect lists are subslices of two arrays
+// filled by counting sort.
 func attribute(h *history.History, effects []history.Effect, p Profile) *attribution {
-	at := &attribution{byID: make(map[string]*intentState)}
-	byKey := make(map[tenantKey][]*intentState)
+	byID := make(map[string]int32, len(h.Attempts))
+	states := make([]intentState, 0, len(h.Attempts))
+	attemptOf := make([]int32, len(h.Attempts))
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
-		st, ok := at.byID[a.Intent]
+		s, ok := byID[a.Intent]
 		if !ok {
-			st = &intentState{id: a.Intent, acked: -1}
-			at.byID[a.Intent] = st
-			at.intents = append(at.intents, st)
+			s = int32(len(states))
+			byID[a.Intent] = s
+			states = append(states, intentState{id: a.Intent, acked: -1})
 		}
-		st.attempts = append(st.attempts, int32(i))
+		attemptOf[i] = s
+		st := &states[s]
 		switch classify(a, p) {
 		case succeeded:
 			if st.acked < 0 {
@@ -44,34 +49,92 @@ func attribute(h *history.History, effects []history.Effect, p Profile) *attribu
 		case indeterminate:
 			st.anyIndet = true
 		}
-		tk := tenantKey{a.Tenant, a.Key}
-		if list := byKey[tk]; len(list) == 0 || list[len(list)-1] != st {
-			if !contains(list, st) {
-				byKey[tk] = append(list, st)
-			}
-		}
 	}
+	at := &attribution{intents: make([]*intentState, len(states))}
+	for s := range states {
+		at.intents[s] = &states[s]
+	}
+	var keys *keyIntents // built when an effect does not name a known intent
+	effectOf := make([]int32, len(effects))
 	for i := range effects {
 		e := &effects[i]
 		if e.Intent != "" {
-			if st, ok := at.byID[e.Intent]; ok {
-				st.effects = append(st.effects, int32(i))
+			if s, ok := byID[e.Intent]; ok {
+				effectOf[i] = s
 				continue
 			}
 		}
-		st := pickIntent(h, byKey[tenantKey{e.Tenant, e.Key}])
-		if st == nil {
+		if keys == nil {
+			keys = intentsByKey(h, attemptOf)
+		}
+		tk := tenantKey{e.Tenant, e.Key}
+		s, ok := keys.first[tk]
+		if !ok {
+			effectOf[i] = -1
 			at.orphans++
 			continue
 		}
-		st.effects = append(st.effects, int32(i))
+		if list := keys.more[tk]; len(list) > 0 {
+			s = pickIntent(h, states, append([]int32{s}, list...))
+		}
+		effectOf[i] = s
 	}
+	spread(attemptOf, states, func(st *intentState) *[]int32 { return &st.attempts })
+	spread(effectOf, states, func(st *intentState) *[]int32 { return &st.effects })
 	return at
 }
 
-func contains(list []*intentState, st *intentState) bool {
-	for _, s := range list {
-		if s == st {
+// keyIntents lists the intents that used each (tenant, key): first is the
+// first one, more the others in order of first use (a reused key: rare).
+type keyIntents struct {
+	first map[tenantKey]int32
+	more  map[tenantKey][]int32
+}
+
+func intentsByKey(h *history.History, attemptOf []int32) *keyIntents {
+	k := &keyIntents{first: make(map[tenantKey]int32, len(h.Attempts))}
+	for i := range h.Attempts {
+		a, s := &h.Attempts[i], attemptOf[i]
+		tk := tenantKey{a.Tenant, a.Key}
+		if f, ok := k.first[tk]; !ok {
+			k.first[tk] = s
+		} else if f != s && !containsInt(k.more[tk], s) {
+			if k.more == nil {
+				k.more = make(map[tenantKey][]int32)
+			}
+			k.more[tk] = append(k.more[tk], s)
+		}
+	}
+	return k
+}
+
+// spread gives every state the list of the items assigned to it (of[i] is
+// the state of item i, -1 for none), keeping the items' order.
+func spread(of []int32, states []intentState, list func(*intentState) *[]int32) {
+	n := make([]int32, len(states)+1)
+	for _, s := range of {
+		if s >= 0 {
+			n[s+1]++
+		}
+	}
+	for s := 1; s < len(n); s++ {
+		n[s] += n[s-1]
+	}
+	flat := make([]int32, n[len(states)])
+	for s := range states {
+		*list(&states[s]) = flat[n[s]:n[s]:n[s+1]]
+	}
+	for i, s := range of {
+		if s >= 0 {
+			l := list(&states[s])
+			*l = append(*l, int32(i))
+		}
+	}
+}
+
+func containsInt(list []int32, s int32) bool {
+	for _, x := range list {
+		if x == s {
 			return true
 		}
 	}
@@ -80,25 +143,20 @@ func contains(list []*intentState, st *intentState) bool {
 
 // pickIntent chooses among the intents that used one key: the earliest
 // acknowledged, else the first that may have executed, else the first.
-func pickIntent(h *history.History, list []*intentState) *intentState {
-	if len(list) <= 1 {
-		if len(list) == 0 {
-			return nil
-		}
-		return list[0]
-	}
-	var best *intentState
-	for _, st := range list {
-		if st.acked >= 0 && (best == nil || best.acked < 0 || h.Attempts[st.acked].Complete < h.Attempts[best.acked].Complete) {
-			best = st
+func pickIntent(h *history.History, states []intentState, list []int32) int32 {
+	best := int32(-1)
+	for _, s := range list {
+		st := &states[s]
+		if st.acked >= 0 && (best < 0 || h.Attempts[st.acked].Complete < h.Attempts[states[best].acked].Complete) {
+			best = s
 		}
 	}
-	if best != nil {
+	if best >= 0 {
 		return best
 	}
-	for _, st := range list {
-		if st.anyIndet {
-			return st
+	for _, s := range list {
+		if states[s].anyIndet {
+			return s
 		}
 	}
 	return list[0]

@@ -199,8 +199,14 @@ func (a all) Name() string {
 
 func (a all) Check(h *history.History, effects []history.Effect) Result {
 	r := Result{Name: a.Name()}
+	ix := newIndex(h, effects)
 	for _, c := range a {
-		p := c.Check(h, effects)
+		var p Result
+		if ic, ok := c.(indexed); ok {
+			p = ic.check(ix)
+		} else {
+			p = c.Check(h, effects)
+		}
 		r.Results = append(r.Results, p)
 		r.Violations = append(r.Violations, p.Violations...)
 		r.Checked += p.Checked

@@ -2,6 +2,7 @@ package checkers
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/idemchaos/idemchaos/history"
 )
@@ -19,16 +20,20 @@ var _ Checker = durableAck{}
 func (durableAck) Name() string { return "durable-ack" }
 
 func (c durableAck) Check(h *history.History, effects []history.Effect) Result {
+	return c.check(newIndex(h, effects))
+}
+
+func (c durableAck) check(ix *index) Result {
+	h, effects := ix.h, ix.effects
 	r := Result{Name: c.Name()}
-	var lastCrash int64 = -1
-	crashes := 0
+	var crashes []int64
 	for _, f := range h.Faults {
 		if f.Kind == "crash" && f.Action == "fire" {
-			crashes++
-			lastCrash = max(lastCrash, f.NS)
+			crashes = append(crashes, f.NS)
 		}
 	}
-	if crashes == 0 {
+	slices.Sort(crashes)
+	if len(crashes) == 0 {
 		r = finish(r, h, "")
 		if r.Verdict == Pass {
 			r.Reason = "no crash in the history: nothing to check"
@@ -38,13 +43,13 @@ func (c durableAck) Check(h *history.History, effects []history.Effect) Result {
 	if !h.EffectsKnown && len(effects) == 0 {
 		return finish(r, h, "the history records no effects, so what survived the crash cannot be known")
 	}
-	attr := attribute(h, effects, c.cfg.profile)
+	attr := ix.attribution(c.cfg.profile)
 	for _, st := range attr.intents {
 		if st.acked < 0 {
 			continue
 		}
 		ack := &h.Attempts[st.acked]
-		crash := firstCrashAfter(h, ack.Complete)
+		crash := firstCrashAfter(crashes, ack.Complete)
 		if crash < 0 {
 			continue
 		}
@@ -63,12 +68,12 @@ func (c durableAck) Check(h *history.History, effects []history.Effect) Result {
 	return finish(r, h, "")
 }
 
-func firstCrashAfter(h *history.History, t int64) int64 {
-	best := int64(-1)
-	for _, f := range h.Faults {
-		if f.Kind == "crash" && f.Action == "fire" && f.NS >= t && (best < 0 || f.NS < best) {
-			best = f.NS
-		}
+// firstCrashAfter returns the first of the sorted crash times at or after t,
+// or -1.
+func firstCrashAfter(crashes []int64, t int64) int64 {
+	i, _ := slices.BinarySearch(crashes, t)
+	if i == len(crashes) {
+		return -1
 	}
-	return best
+	return crashes[i]
 }

@@ -2,6 +2,7 @@ package checkers
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/idemchaos/idemchaos/history"
@@ -25,7 +26,12 @@ var _ Checker = eventuallyDecided{}
 
 func (eventuallyDecided) Name() string { return "eventually-decided" }
 
-func (c eventuallyDecided) Check(h *history.History, _ []history.Effect) Result {
+func (c eventuallyDecided) Check(h *history.History, effects []history.Effect) Result {
+	return c.check(newIndex(h, effects))
+}
+
+func (c eventuallyDecided) check(ix *index) Result {
+	h := ix.h
 	r := Result{Name: c.Name()}
 	var heals []int64
 	hit := make(map[int64]bool)
@@ -37,33 +43,34 @@ func (c eventuallyDecided) Check(h *history.History, _ []history.Effect) Result 
 			hit[f.Op] = true
 		}
 	}
+	slices.Sort(heals)
 	bound := int64(c.cfg.decisionBound)
 	undecidable := 0
-	order, groups := groupByScope(h)
-	for _, s := range order {
-		idx := groups[s]
+	order, groups := ix.byScope()
+	for g, s := range order {
+		idx := groups[g]
 		var last int64
 		for _, i := range idx {
 			last = max(last, h.Attempts[i].Invoke)
 		}
+		// The last heal at or before the key's last attempt (0 for none).
 		var healed int64
-		for _, t := range heals {
-			if t <= last && t > healed {
-				healed = t
-			}
+		if n, _ := slices.BinarySearch(heals, last+1); n > 0 {
+			healed = max(heals[n-1], 0)
 		}
+		evidence := func(a *history.Attempt) bool { return a.Invoke >= healed && !hit[a.Op] }
 		first, lastAsked, decided := int64(-1), int64(-1), int64(-1)
-		var ops []int64
+		stuck := false // some retry was told the key is still in flight
 		for _, i := range idx {
 			a := &h.Attempts[i]
-			if a.Invoke < healed || hit[a.Op] {
+			if !evidence(a) {
 				continue
 			}
-			ops = append(ops, a.Op)
 			if first < 0 || a.Invoke < first {
 				first = a.Invoke
 			}
 			lastAsked = max(lastAsked, a.Invoke)
+			stuck = stuck || (a.Outcome == history.OK && a.Status == c.cfg.profile.InFlight)
 			if cl := classify(a, c.cfg.profile); (cl == succeeded || cl == rejected) && a.Outcome == history.OK {
 				if decided < 0 || a.Complete < decided {
 					decided = a.Complete
@@ -74,14 +81,23 @@ func (c eventuallyDecided) Check(h *history.History, _ []history.Effect) Result 
 			continue
 		}
 		r.Checked++
-		switch {
-		case decided >= 0 && decided-first <= bound:
-		case decided >= 0:
-			r.Violations = append(r.Violations, c.violation(h, s, ops, fmt.Sprintf("got its first definite answer only %s after its first attempt", time.Duration(decided-first).Round(time.Millisecond)), healed))
-		case lastAsked-first >= bound:
-			r.Violations = append(r.Violations, c.violation(h, s, ops, fmt.Sprintf("was still undecided %s after its first attempt (answers: %s)", time.Duration(lastAsked-first).Round(time.Millisecond), answersOps(h, idx, ops)), healed))
-		default:
+		if decided >= 0 && decided-first <= bound {
+			continue
+		}
+		if decided < 0 && lastAsked-first < bound {
 			undecidable++
+			continue
+		}
+		var ops []int64
+		for _, i := range idx {
+			if a := &h.Attempts[i]; evidence(a) {
+				ops = append(ops, a.Op)
+			}
+		}
+		if decided >= 0 {
+			r.Violations = append(r.Violations, c.violation(h, s, ops, fmt.Sprintf("got its first definite answer only %s after its first attempt", time.Duration(decided-first).Round(time.Millisecond)), healed, stuck))
+		} else {
+			r.Violations = append(r.Violations, c.violation(h, s, ops, fmt.Sprintf("was still undecided %s after its first attempt (answers: %s)", time.Duration(lastAsked-first).Round(time.Millisecond), answersOps(h, idx, ops)), healed, stuck))
 		}
 	}
 	unknown := ""
@@ -93,16 +109,22 @@ func (c eventuallyDecided) Check(h *history.History, _ []history.Effect) Result 
 	return finish(r, h, unknown)
 }
 
-func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, what string, healed int64) Violation {
+func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, what string, healed int64, stuck bool) Violation {
 	since := "its first attempt"
 	if healed > 0 {
 		since = "the faults healed at " + at(healed)
+	}
+	// Only an in-flight answer points at an orphaned claim; a key that only
+	// ever saw timeouts or 5xx points at a service that did not recover.
+	cause := "the service kept answering with timeouts or 5xx instead of a decision: it did not recover from the fault, or retries hit a dead dependency"
+	if stuck {
+		cause = "a 'processing' record whose holder died has no lease, so it blocks every retry forever"
 	}
 	return Violation{
 		Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Ops: ops,
 		Explanation: fmt.Sprintf("%s %s, counting from %s; a retry must get a definite answer within %s.",
 			describeScope(s), what, since, c.cfg.decisionBound),
-		Cause: "a 'processing' record whose holder died has no lease, so it blocks every retry forever",
+		Cause: cause,
 	}
 }
 

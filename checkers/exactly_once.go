@@ -21,20 +21,27 @@ var _ Checker = exactlyOnce{}
 func (exactlyOnce) Name() string { return "exactly-once" }
 
 func (c exactlyOnce) Check(h *history.History, effects []history.Effect) Result {
+	return c.check(newIndex(h, effects))
+}
+
+func (c exactlyOnce) check(ix *index) Result {
+	h, effects := ix.h, ix.effects
 	r := Result{Name: c.Name()}
 	if !h.EffectsKnown && len(effects) == 0 {
 		return finish(r, h, "the history records no effects (no effect events, and the meta event does not set effects_recorded), so nothing can be said about how many times anything executed")
 	}
-	at := attribute(h, effects, c.cfg.profile)
+	at := ix.attribution(c.cfg.profile)
 	var bodies map[bodyScope][]*intentState
 	for _, st := range at.intents {
 		r.Checked++
 		first := &h.Attempts[st.attempts[0]]
-		kinds := groupKinds(effects, st.effects)
-		var dup []kindEffects
-		for _, k := range kinds {
-			if len(k.idx) >= 2 {
-				dup = append(dup, k)
+		var kinds, dup []kindEffects
+		if len(st.effects) >= 2 { // fewer cannot be a duplicate
+			kinds = groupKinds(effects, st.effects)
+			for _, k := range kinds {
+				if len(k.idx) >= 2 {
+					dup = append(dup, k)
+				}
 			}
 		}
 		switch {
@@ -86,33 +93,43 @@ func groupKinds(effects []history.Effect, idx []int32) []kindEffects {
 
 func (c exactlyOnce) duplicate(h *history.History, effects []history.Effect, st *intentState, kinds, dup []kindEffects) Violation {
 	first := &h.Attempts[st.attempts[0]]
-	d := dup[0]
+	// Name every duplicated kind: "2 order effects (…) and 2 ledger effects (…)".
+	parts := make([]string, len(dup))
+	for i, d := range dup {
+		parts[i] = fmt.Sprintf("%d %s effects (%s)", len(d.idx), d.kind, effectList(effects, d.idx))
+	}
+	what := strings.Join(parts, " and ")
+	if len(parts) > 2 {
+		what = strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+	}
 	v := Violation{
 		Invariant: c.Name(), Tenant: first.Tenant, Method: first.Method, Path: first.Path, Key: first.Key, Intent: st.id,
 		Ops: opsOf(h, st.attempts),
-		Explanation: fmt.Sprintf("%s produced %d %s effects (%s); exactly one was expected. The intent sent %s.",
-			describeIntent(h, st), len(d.idx), d.kind, effectList(effects, d.idx), opList(opsOf(h, st.attempts))),
+		Explanation: fmt.Sprintf("%s produced %s; exactly one of each was expected. The intent sent %s.",
+			describeIntent(h, st), what, opList(opsOf(h, st.attempts))),
 	}
 	v.Cause = c.duplicateCause(h, effects, st, kinds, dup)
 	return v
 }
 
 func (c exactlyOnce) duplicateCause(h *history.History, effects []history.Effect, st *intentState, kinds, dup []kindEffects) string {
+	// Keys of the intent's own endpoint: a callback or a follow-up request
+	// to another endpoint is not a retry with a new key.
+	first := &h.Attempts[st.attempts[0]]
 	keys := map[string]bool{}
-	for _, i := range st.effects {
-		keys[effects[i].Key] = true
-	}
 	for _, i := range st.attempts {
-		keys[h.Attempts[i].Key] = true
+		if a := &h.Attempts[i]; a.Key != "" && a.Method == first.Method && a.Path == first.Path {
+			keys[a.Key] = true
+		}
+	}
+	if len(dup) < len(kinds) {
+		return fmt.Sprintf("only the %s effect is duplicated while the request itself executed once: a redelivered message or callback was applied again — the consumer or callback handler does not deduplicate (by event id or provider transaction)", dup[0].kind)
 	}
 	if len(keys) >= 2 {
 		return "the key was regenerated for each retry, so the service saw every attempt as a new intent; generate the key once, before the retry loop"
 	}
-	if h.Attempts[st.attempts[0]].Key == "" {
+	if first.Key == "" {
 		return "the requests carried no idempotency key, so nothing could tell the duplicates apart"
-	}
-	if len(dup) < len(kinds) {
-		return fmt.Sprintf("only the %s effect is duplicated while the request side executed once: a redelivered queue message was processed again, the consumer does not deduplicate by event id", dup[0].kind)
 	}
 	for x := 0; x < len(st.attempts); x++ {
 		for y := x + 1; y < len(st.attempts); y++ {
@@ -127,7 +144,7 @@ func (c exactlyOnce) duplicateCause(h *history.History, effects []history.Effect
 	if faulted(h, "replica-lag") {
 		return "a sequential retry did not see the first execution: the idempotency lookup read a lagging replica instead of the primary"
 	}
-	return "a sequential retry did not see the first execution: the record was not written (or not committed) before the response, or was lost"
+	return "a sequential retry did not see the first execution: the service ignores the key, or the record was not written (or not committed) before the response, or was lost"
 }
 
 // bodyScope groups intents that sent byte-identical requests to one endpoint.

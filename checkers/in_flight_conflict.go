@@ -20,15 +20,19 @@ var _ Checker = inFlightConflict{}
 func (inFlightConflict) Name() string { return "in-flight-conflict" }
 
 func (c inFlightConflict) Check(h *history.History, effects []history.Effect) Result {
+	return c.check(newIndex(h, effects))
+}
+
+func (c inFlightConflict) check(ix *index) Result {
+	h, effects := ix.h, ix.effects
 	r := Result{Name: c.Name()}
-	order, groups := groupByScope(h)
+	order, groups := ix.byScope()
 	var dups map[tenantKey]string
-	for _, s := range order {
-		idx := groups[s]
+	for g, s := range order {
+		idx := groups[g]
 		if len(idx) < 2 {
 			continue
 		}
-		sortByInvoke(h, idx)
 		checked := false
 	scan:
 		for y := 1; y < len(idx); y++ {
@@ -43,7 +47,7 @@ func (c inFlightConflict) Check(h *history.History, effects []history.Effect) Re
 					r.Checked++
 				}
 				if dups == nil {
-					dups = duplicatedKeys(effects)
+					dups = duplicatedKeys(effects, multiKeys(order, groups))
 				}
 				if v, bad := c.judge(s, a, b, dups); bad {
 					r.Violations = append(r.Violations, v)
@@ -79,17 +83,32 @@ func (c inFlightConflict) judge(s scope, a, b *history.Attempt, dups map[tenantK
 	return v, true
 }
 
-// duplicatedKeys names, per (tenant, key), the first effect kind produced
-// more than once: "2 order effects".
-func duplicatedKeys(effects []history.Effect) map[tenantKey]string {
+// multiKeys returns the (tenant, key) of every scope with two or more
+// attempts: the only keys judge asks duplicatedKeys about.
+func multiKeys(order []scope, groups [][]int32) map[tenantKey]bool {
+	m := make(map[tenantKey]bool)
+	for g, s := range order {
+		if len(groups[g]) >= 2 {
+			m[tenantKey{s.tenant, s.key}] = true
+		}
+	}
+	return m
+}
+
+// duplicatedKeys names, per (tenant, key) of keys, the first effect kind
+// produced more than once: "2 order effects".
+func duplicatedKeys(effects []history.Effect, keys map[tenantKey]bool) map[tenantKey]string {
 	type kk struct {
 		tk   tenantKey
 		kind string
 	}
-	n := make(map[kk]int, len(effects))
+	n := make(map[kk]int)
 	out := make(map[tenantKey]string)
 	for i := range effects {
 		e := &effects[i]
+		if !keys[tenantKey{e.Tenant, e.Key}] {
+			continue
+		}
 		k := kk{tenantKey{e.Tenant, e.Key}, e.Kind}
 		n[k]++
 		if n[k] >= 2 {

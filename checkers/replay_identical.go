@@ -18,20 +18,25 @@ var _ Checker = replayIdentical{}
 
 func (replayIdentical) Name() string { return "replay-identical" }
 
-func (c replayIdentical) Check(h *history.History, _ []history.Effect) Result {
+func (c replayIdentical) Check(h *history.History, effects []history.Effect) Result {
+	return c.check(newIndex(h, effects))
+}
+
+func (c replayIdentical) check(ix *index) Result {
+	h := ix.h
 	r := Result{Name: c.Name()}
-	order, groups := groupByScope(h)
-	for _, s := range order {
-		idx := groups[s]
-		sortByInvoke(h, idx)
-		// The first success of each payload is the response every replay of
-		// that payload must repeat. Payloads are few per key.
-		type payload struct {
-			hash  uint64
-			first int32
-			bad   []int32
-		}
-		var ps []payload
+	order, groups := ix.byScope()
+	// The first success of each payload is the response every replay of
+	// that payload must repeat. Payloads are few per key.
+	type payload struct {
+		hash  uint64
+		first int32
+		bad   []int32
+	}
+	var buf [4]payload
+	for g, s := range order {
+		idx := groups[g]
+		ps := buf[:0]
 		for _, i := range idx {
 			a := &h.Attempts[i]
 			if classify(a, c.cfg.profile) != succeeded {
@@ -65,6 +70,9 @@ func (c replayIdentical) differs(a, b *history.Attempt) string {
 		return fmt.Sprintf("status %d instead of %d", b.Status, a.Status)
 	}
 	if a.RespLen != b.RespLen || a.RespHash != b.RespHash {
+		if b.RespLen == 0 {
+			return "an empty body instead of " + quoteBody(a)
+		}
 		return fmt.Sprintf("body %s instead of %s", quoteBody(b), quoteBody(a))
 	}
 	for _, name := range c.cfg.headers {

@@ -17,16 +17,23 @@ var _ Checker = reuseRejected{}
 
 func (reuseRejected) Name() string { return "reuse-rejected" }
 
-func (c reuseRejected) Check(h *history.History, _ []history.Effect) Result {
+func (c reuseRejected) Check(h *history.History, effects []history.Effect) Result {
+	return c.check(newIndex(h, effects))
+}
+
+func (c reuseRejected) check(ix *index) Result {
+	h := ix.h
 	r := Result{Name: c.Name()}
-	order, groups := groupByScope(h)
-	for _, s := range order {
-		idx := groups[s]
+	order, groups := ix.byScope()
+	for g, s := range order {
+		idx := groups[g]
 		if !severalPayloads(h, idx) {
+			if v, bad := c.phantomReuse(h, s, idx); bad {
+				r.Violations = append(r.Violations, v)
+			}
 			continue
 		}
 		r.Checked++
-		sortByInvoke(h, idx)
 		// The owner is the payload the service acknowledged first; every
 		// other payload must be rejected.
 		owner := int32(-1)
@@ -81,6 +88,9 @@ func (c reuseRejected) judge(h *history.History, s scope, idx []int32, owner int
 		if a.Outcome != history.OK || a.Status == c.cfg.profile.Reuse {
 			return v, false
 		}
+		if !otherPayloadBefore(h, idx, a) {
+			return v, false // no other payload had claimed the key yet: not a reuse answer
+		}
 		if a.Status == c.cfg.profile.InFlight && overlapsAny(h, idx, a) {
 			return v, false // the first payload was still in flight: 409 is fair
 		}
@@ -93,6 +103,24 @@ func (c reuseRejected) judge(h *history.History, s scope, idx []int32, owner int
 	return v, false
 }
 
+// otherPayloadBefore reports whether an attempt with another payload started
+// before a ended. Only then can a's answer be a reuse rejection: a 400 for an
+// invalid first payload that the client then fixed under the same key is
+// that payload's own answer. idx is sorted by invoke time.
+func otherPayloadBefore(h *history.History, idx []int32, a *history.Attempt) bool {
+	end := a.End(h.End)
+	for _, i := range idx {
+		b := &h.Attempts[i]
+		if b.Invoke >= end {
+			return false
+		}
+		if b.ReqHash != a.ReqHash {
+			return true
+		}
+	}
+	return false
+}
+
 func overlapsAny(h *history.History, idx []int32, a *history.Attempt) bool {
 	for _, i := range idx {
 		b := &h.Attempts[i]
@@ -101,4 +129,25 @@ func overlapsAny(h *history.History, idx []int32, a *history.Attempt) bool {
 		}
 	}
 	return false
+}
+
+// phantomReuse catches a key rejected as reused although its scope only ever
+// saw one payload: the service matched it against another scope's record
+// (another tenant's, or another endpoint's).
+func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32) (Violation, bool) {
+	if c.cfg.profile.Reuse == 0 {
+		return Violation{}, false
+	}
+	for _, i := range idx {
+		a := &h.Attempts[i]
+		if a.Outcome == history.OK && a.Status == c.cfg.profile.Reuse {
+			return Violation{
+				Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: a.Intent, Ops: []int64{a.Op},
+				Explanation: fmt.Sprintf("%s was rejected with %d as a reused key (op %d), but this tenant only ever sent one payload with it; a key is only reused within its own scope.",
+					describeScope(s), a.Status, a.Op),
+				Cause: "the key's scope is wider than (tenant, endpoint, key): another tenant's record with the same key was found",
+			}, true
+		}
+	}
+	return Violation{}, false
 }

@@ -2,7 +2,6 @@ package checkers
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -14,32 +13,6 @@ import (
 type scope struct{ tenant, method, path, key string }
 
 func scopeOf(a *history.Attempt) scope { return scope{a.Tenant, a.Method, a.Path, a.Key} }
-
-// groupByScope returns the attempts of every scope that carried a key, in
-// order of first appearance. Attempts without a key have no scope to judge.
-func groupByScope(h *history.History) ([]scope, map[scope][]int32) {
-	groups := make(map[scope][]int32)
-	var order []scope
-	for i := range h.Attempts {
-		a := &h.Attempts[i]
-		if a.Key == "" {
-			continue
-		}
-		s := scopeOf(a)
-		g, ok := groups[s]
-		if !ok {
-			order = append(order, s)
-		}
-		groups[s] = append(g, int32(i))
-	}
-	return order, groups
-}
-
-// sortByInvoke orders attempts by invoke time; histories are written in the
-// order the harness observed events, which concurrent clients may interleave.
-func sortByInvoke(h *history.History, idx []int32) {
-	sort.SliceStable(idx, func(i, j int) bool { return h.Attempts[idx[i]].Invoke < h.Attempts[idx[j]].Invoke })
-}
 
 // class is what one attempt's ending says about execution.
 type class uint8

@@ -10,9 +10,9 @@ import (
 // tenant B is a response that was produced for tenant A.
 //
 // A response is recognised by a hash of its body. Only bodies that identify
-// one execution count: a non-empty 2xx body that tenant A received under a
-// single key. A generic body ({"ok":true}) seen under several keys proves
-// nothing and is ignored.
+// one execution count: a non-empty 2xx body that each tenant received under a
+// single key. A generic body ({"ok":true}) that any one tenant received under
+// several keys proves nothing and is ignored, whichever tenant saw it first.
 func TenantIsolation(opts ...Option) Checker { return tenantIsolation{newConfig(opts)} }
 
 type tenantIsolation struct{ cfg config }
@@ -23,26 +23,48 @@ func (tenantIsolation) Name() string { return "tenant-isolation" }
 
 type bodyOwner struct {
 	first   int32 // first attempt that received the body
-	generic bool  // the owning tenant received it under more than one key
+	generic bool  // some tenant received it under more than one key
+	// keys maps each other tenant that received the body to the first key it
+	// came under; nil until a second tenant receives it (rare).
+	keys map[string]string
 }
 
-func (c tenantIsolation) Check(h *history.History, _ []history.Effect) Result {
+func (c tenantIsolation) Check(h *history.History, effects []history.Effect) Result {
+	return c.check(newIndex(h, effects))
+}
+
+func (c tenantIsolation) check(ix *index) Result {
+	h := ix.h
 	r := Result{Name: c.Name()}
-	owners := make(map[uint64]*bodyOwner)
+	// owners maps a body hash to its entry in bodies, one slice for all.
+	owners := make(map[uint64]int32, len(h.Attempts))
+	var bodies []bodyOwner
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
 		if classify(a, c.cfg.profile) != succeeded || a.RespLen == 0 {
 			continue
 		}
 		r.Checked++
-		o, ok := owners[a.RespHash]
+		b, ok := owners[a.RespHash]
 		if !ok {
-			owners[a.RespHash] = &bodyOwner{first: int32(i)}
+			owners[a.RespHash] = int32(len(bodies))
+			bodies = append(bodies, bodyOwner{first: int32(i)})
 			continue
 		}
+		o := &bodies[b]
 		f := &h.Attempts[o.first]
-		if f.Tenant == a.Tenant && f.Key != a.Key {
-			o.generic = true
+		switch {
+		case o.generic:
+		case f.Tenant == a.Tenant:
+			o.generic = f.Key != a.Key
+		case o.keys == nil:
+			o.keys = map[string]string{a.Tenant: a.Key}
+		default:
+			if k, ok := o.keys[a.Tenant]; !ok {
+				o.keys[a.Tenant] = a.Key
+			} else if k != a.Key {
+				o.generic = true
+			}
 		}
 	}
 	seen := make(map[tenantKey]bool)
@@ -51,7 +73,7 @@ func (c tenantIsolation) Check(h *history.History, _ []history.Effect) Result {
 		if classify(a, c.cfg.profile) != succeeded || a.RespLen == 0 {
 			continue
 		}
-		o := owners[a.RespHash]
+		o := &bodies[owners[a.RespHash]]
 		f := &h.Attempts[o.first]
 		if o.generic || f.Tenant == a.Tenant || seen[tenantKey{a.Tenant, a.Key}] {
 			continue

@@ -10,10 +10,11 @@ func init() { Register("consumer-restart", func() Fault { return &ConsumerRestar
 type ConsumerRestart struct {
 	// Point is the consumer failpoint (default "consumer-after-effect-before-ack").
 	Point string `yaml:"point" json:"point"`
+	armed bool
 	_     struct{}
 }
 
-var _ Fault = (*ConsumerRestart)(nil)
+var _ Blocking = (*ConsumerRestart)(nil)
 
 // Kind implements [Fault].
 func (*ConsumerRestart) Kind() string { return "consumer-restart" }
@@ -26,9 +27,16 @@ func (f *ConsumerRestart) Validate() error {
 	return validPoint(f.Kind(), f.Point, consumerPoints)
 }
 
+// Arm implements [Blocking]: it arms the failpoint.
+func (f *ConsumerRestart) Arm(ctx context.Context, w World) error {
+	err := arm(ctx, w, f.Kind(), "consumer", f.Point)
+	f.armed = err == nil
+	return err
+}
+
 // Apply implements [Fault]: it blocks until the consumer died and came back.
 func (f *ConsumerRestart) Apply(ctx context.Context, w World) error {
-	return killAt(ctx, w, f.Kind(), "consumer", f.Point, true)
+	return killAt(ctx, w, f.Kind(), "consumer", f.Point, true, f.armed)
 }
 
 // Heal implements [Fault].

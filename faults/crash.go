@@ -18,10 +18,11 @@ type Crash struct {
 	Point string `yaml:"point" json:"point"`
 	// NoRestart leaves the process dead.
 	NoRestart bool `yaml:"no_restart" json:"no_restart"`
+	armed     bool
 	_         struct{}
 }
 
-var _ Fault = (*Crash)(nil)
+var _ Blocking = (*Crash)(nil)
 
 // Kind implements [Fault].
 func (*Crash) Kind() string { return "crash" }
@@ -34,9 +35,16 @@ func (f *Crash) Validate() error {
 	return validPoint(f.Kind(), f.Point, servicePoints)
 }
 
+// Arm implements [Blocking]: it arms the failpoint.
+func (f *Crash) Arm(ctx context.Context, w World) error {
+	err := arm(ctx, w, f.Kind(), "service", f.Point)
+	f.armed = err == nil
+	return err
+}
+
 // Apply implements [Fault]: it blocks until the process died and came back.
 func (f *Crash) Apply(ctx context.Context, w World) error {
-	return killAt(ctx, w, f.Kind(), "service", f.Point, !f.NoRestart)
+	return killAt(ctx, w, f.Kind(), "service", f.Point, !f.NoRestart, f.armed)
 }
 
 // Heal implements [Fault]: it disarms the failpoint if no request hit it.
@@ -60,9 +68,24 @@ func validPoint(kind, p string, known []string) error {
 	return invalid(kind, "unknown point %q (known: %v)", p, known)
 }
 
-// killAt arms a crash failpoint (or kills at once for "now"), waits for the
-// process to die, records the crash, restarts it and records the heal.
-func killAt(ctx context.Context, w World, kind, name, point string, restart bool) error {
+// arm arms a crash failpoint; "now" needs nothing armed.
+func arm(ctx context.Context, w World, kind, name, point string) error {
+	if w.Process(name) == nil {
+		return fmt.Errorf("%s: %w: no %s process to kill", kind, ErrUnsupported, name)
+	}
+	if point == "now" {
+		return nil
+	}
+	if err := w.Failpoint(ctx, name, point, "crash", 1); err != nil {
+		return fmt.Errorf("%s: arm %s: %w", kind, point, err)
+	}
+	return nil
+}
+
+// killAt arms a crash failpoint unless armed (or kills at once for "now"),
+// waits for the process to die, records the crash, restarts it and records
+// the heal.
+func killAt(ctx context.Context, w World, kind, name, point string, restart, armed bool) error {
 	p := w.Process(name)
 	if p == nil {
 		return fmt.Errorf("%s: %w: no %s process to kill", kind, ErrUnsupported, name)
@@ -72,8 +95,10 @@ func killAt(ctx context.Context, w World, kind, name, point string, restart bool
 		if err := p.Kill(ctx); err != nil {
 			return fmt.Errorf("%s: kill %s: %w", kind, name, err)
 		}
-	} else if err := w.Failpoint(ctx, name, point, "crash", 1); err != nil {
-		return fmt.Errorf("%s: arm %s: %w", kind, point, err)
+	} else if !armed {
+		if err := arm(ctx, w, kind, name, point); err != nil {
+			return err
+		}
 	}
 	select {
 	case <-died:
@@ -84,8 +109,12 @@ func killAt(ctx context.Context, w World, kind, name, point string, restart bool
 	if !restart {
 		return nil
 	}
+	// Once it is dead it comes back, even if the step is ending: a dead
+	// service or consumer would hide everything that follows.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	start := time.Now()
-	if err := p.Restart(ctx); err != nil {
+	if err := p.Restart(rctx); err != nil {
 		return fmt.Errorf("%s: restart %s: %w", kind, name, err)
 	}
 	w.Record(kind, "heal", 0, map[string]any{"process": name, "restart_ms": time.Since(start).Milliseconds()})

@@ -56,6 +56,16 @@ type Clicker interface {
 	Clicks() (copies int, spread time.Duration)
 }
 
+// Blocking is implemented by faults whose Apply waits for something to
+// happen (a crash waits for the process to reach its point). Arm puts in
+// place what must be there before traffic starts; Apply then only waits.
+// The harness arms a fault due at the start of a step before the first
+// request, so a short step cannot slip past it.
+type Blocking interface {
+	Fault
+	Arm(ctx context.Context, w World) error
+}
+
 // Toxic is a Toxiproxy toxic on a link (toxicity is always 1: the harness
 // owns all randomness).
 type Toxic struct {

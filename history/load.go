@@ -145,14 +145,26 @@ func Load(r io.Reader, opts LoadOptions) (*History, error) {
 	}
 	h := &History{}
 	rd := NewReader(r)
-	byOp := make(map[int64]int32)
-	in := make(interner)
+	l := newLoader(h, keep)
 	var e Event
 	for {
-		err := rd.Next(&e)
+		raw, complete, err := rd.nextLine()
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if err != nil {
+			return nil, err
+		}
+		if rd.sawMeta {
+			handled, err := l.fast(raw)
+			if err != nil {
+				return nil, &LineError{Line: rd.Line(), Msg: err.Error()}
+			}
+			if handled {
+				continue
+			}
+		}
+		v, err := rd.parse(raw, complete)
 		if errors.Is(err, ErrTruncated) {
 			h.Truncated = true
 			break
@@ -160,14 +172,19 @@ func Load(r io.Reader, opts LoadOptions) (*History, error) {
 		if err != nil {
 			return nil, err
 		}
-		h.Events++
-		if e.NS > h.End {
-			h.End = e.NS
+		skip, err := rd.decode(v, &e)
+		if err != nil {
+			return nil, err
 		}
-		if err := h.add(&e, byOp, in, keep); err != nil {
+		if skip {
+			continue
+		}
+		l.count(e.NS)
+		if err := h.add(&e, l); err != nil {
 			return nil, &LineError{Line: rd.Line(), Msg: err.Error()}
 		}
 	}
+	l.finish()
 	h.Skipped = rd.Skipped
 	if h.Events == 0 {
 		return nil, &LineError{Line: rd.Line() + 1, Msg: `empty history: expected a meta event {"type":"meta","v":1,...}`}
@@ -175,7 +192,11 @@ func Load(r io.Reader, opts LoadOptions) (*History, error) {
 	return h, nil
 }
 
-func (h *History) add(e *Event, byOp map[int64]int32, in interner, keep []string) error {
+// add applies one decoded event. It is the reference for what every event
+// type means; [loader.fast] takes a shorter path to the same result for the
+// common lines.
+func (h *History) add(e *Event, l *loader) error {
+	in := l.in
 	switch e.Type {
 	case TypeMeta:
 		if h.Events > 1 {
@@ -184,10 +205,6 @@ func (h *History) add(e *Event, byOp map[int64]int32, in interner, keep []string
 		h.Meta = *e
 		h.EffectsKnown = h.EffectsKnown || e.EffectsRecorded
 	case TypeInvoke:
-		if _, dup := byOp[e.Op]; dup {
-			return fmt.Errorf("op %d is invoked twice: op ids must be unique in a run", e.Op)
-		}
-		byOp[e.Op] = int32(len(h.Attempts))
 		a := Attempt{
 			Op: e.Op, Tenant: in.get(e.Tenant), Key: e.Key, Number: e.Attempt, Client: e.Client,
 			Invoke: e.NS, Complete: -1, Outcome: Info,
@@ -202,15 +219,11 @@ func (h *History) add(e *Event, byOp map[int64]int32, in interner, keep []string
 			a.Method, a.Path = in.get(e.Req.Method), in.get(e.Req.Path)
 			a.ReqHash = Hash(e.Req.Body)
 		}
-		h.Attempts = append(h.Attempts, a)
+		return l.invoked(&a)
 	case TypeOK, TypeInfo, TypeFail:
-		i, ok := byOp[e.Op]
-		if !ok {
-			return fmt.Errorf("%s for op %d, which no earlier invoke event started", e.Type, e.Op)
-		}
-		a := &h.Attempts[i]
-		if a.Done() {
-			return fmt.Errorf("op %d completes twice: an attempt ends once", e.Op)
+		a, err := l.completed(e.Type, e.Op)
+		if err != nil {
+			return err
 		}
 		a.Complete = e.NS
 		a.Error = e.Error
@@ -223,7 +236,7 @@ func (h *History) add(e *Event, byOp map[int64]int32, in interner, keep []string
 			a.RespLen = len(e.Resp.Body)
 			a.RespPreview = preview(e.Resp.Body)
 			for _, f := range e.Resp.Headers {
-				for _, k := range keep {
+				for _, k := range l.keep {
 					if strings.EqualFold(f.Name, k) {
 						a.RespHeaders = append(a.RespHeaders, Header{Name: in.get(k), Value: in.get(f.Value)})
 					}
@@ -240,7 +253,7 @@ func (h *History) add(e *Event, byOp map[int64]int32, in interner, keep []string
 		h.Faults = append(h.Faults, Fault{Kind: in.get(e.Fault), Action: in.get(action), Op: e.Op, NS: e.NS, Detail: e.Detail})
 	case TypeEffect:
 		h.EffectsKnown = true
-		h.Effects = append(h.Effects, Effect{
+		l.effects.add(Effect{
 			Tenant: in.get(e.Tenant), Key: e.Key, Intent: e.Intent, Kind: in.get(e.EffectKind()), ID: e.Effect, NS: e.NS,
 		})
 	}
@@ -251,7 +264,11 @@ func preview(b []byte) string {
 	if len(b) <= PreviewBytes {
 		return string(b)
 	}
-	return string(b[:PreviewBytes]) + "…"
+	var s strings.Builder
+	s.Grow(PreviewBytes + len("…"))
+	s.Write(b[:PreviewBytes])
+	s.WriteString("…")
+	return s.String()
 }
 
 // interner shares the storage of values that repeat on every line (tenants,

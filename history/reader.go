@@ -45,40 +45,75 @@ func (r *Reader) Line() int { return r.line }
 // io.EOF after the last event, and a [*LineError] for a malformed line.
 func (r *Reader) Next(e *Event) error {
 	for {
-		raw, complete, err := r.readLine()
+		v, err := r.nextValue()
 		if err != nil {
 			return err
 		}
-		if len(bytes.TrimSpace(raw)) == 0 {
-			continue
-		}
-		v, perr := r.p.ParseBytes(raw)
-		if perr != nil {
-			if !complete {
-				return &LineError{Line: r.line, Msg: "truncated: the last line ends without a newline and is not complete JSON", Err: ErrTruncated}
-			}
-			return &LineError{Line: r.line, Msg: "not valid JSON: " + perr.Error(), Err: perr}
-		}
-		*e = Event{}
-		known, err := decodeEvent(v, e)
+		skip, err := r.decode(v, e)
 		if err != nil {
-			return &LineError{Line: r.line, Msg: err.Error(), Err: err}
+			return err
 		}
-		if !r.sawMeta {
-			if e.Type != TypeMeta {
-				return &LineError{Line: r.line, Msg: `the first event must be {"type":"meta","v":1,...}`}
-			}
-			if e.V != Version {
-				return &LineError{Line: r.line, Msg: fmt.Sprintf("history version %d is not supported (this reader knows version %d)", e.V, Version), Err: ErrUnsupportedVersion}
-			}
-			r.sawMeta = true
+		if !skip {
+			return nil
 		}
-		if !known {
-			r.Skipped++
-			continue
-		}
-		return nil
 	}
+}
+
+// nextValue parses the next non-blank line. The value is valid until the
+// next call.
+func (r *Reader) nextValue() (*fastjson.Value, error) {
+	raw, complete, err := r.nextLine()
+	if err != nil {
+		return nil, err
+	}
+	return r.parse(raw, complete)
+}
+
+// nextLine returns the next line that is not blank.
+func (r *Reader) nextLine() (raw []byte, complete bool, err error) {
+	for {
+		raw, complete, err = r.readLine()
+		if err != nil || len(bytes.TrimSpace(raw)) > 0 {
+			return raw, complete, err
+		}
+	}
+}
+
+// parse parses one line read by nextLine.
+func (r *Reader) parse(raw []byte, complete bool) (*fastjson.Value, error) {
+	v, perr := r.p.ParseBytes(raw)
+	if perr != nil {
+		if !complete {
+			return nil, &LineError{Line: r.line, Msg: "truncated: the last line ends without a newline and is not complete JSON", Err: ErrTruncated}
+		}
+		return nil, &LineError{Line: r.line, Msg: "not valid JSON: " + perr.Error(), Err: perr}
+	}
+	return v, nil
+}
+
+// decode fills e from v and applies the rules of the stream: the first event
+// is a meta event of a known version. skip is true for an event of a type
+// this reader does not know.
+func (r *Reader) decode(v *fastjson.Value, e *Event) (skip bool, err error) {
+	*e = Event{}
+	known, err := decodeEvent(v, e)
+	if err != nil {
+		return false, &LineError{Line: r.line, Msg: err.Error(), Err: err}
+	}
+	if !r.sawMeta {
+		if e.Type != TypeMeta {
+			return false, &LineError{Line: r.line, Msg: `the first event must be {"type":"meta","v":1,...}`}
+		}
+		if e.V != Version {
+			return false, &LineError{Line: r.line, Msg: fmt.Sprintf("history version %d is not supported (this reader knows version %d)", e.V, Version), Err: ErrUnsupportedVersion}
+		}
+		r.sawMeta = true
+	}
+	if !known {
+		r.Skipped++
+		return true, nil
+	}
+	return false, nil
 }
 
 // readLine returns the next line without its newline. complete is false for

@@ -2,7 +2,7 @@ package main
 
 import "github.com/spf13/cobra"
 
-// extraCmds lists the commands other packages contribute (reference, run, demo...).
+// extraCmds lists the commands beyond check and version.
 func (m *Main) extraCmds() []*cobra.Command {
-	return nil
+	return []*cobra.Command{m.demoCmd(), m.runCmd(), m.planCmd(), m.validateCmd(), newReferenceCmd()}
 }

@@ -7,9 +7,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/idemchaos/idemchaos/harness"
 )
 
 func main() {
+	// A copy of this binary started by the harness serves as the reference
+	// service or its consumer.
+	harness.MaybeChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	m := NewMain()

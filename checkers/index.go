@@ -1,0 +1,124 @@
+package checkers
+
+import (
+	"slices"
+
+	"github.com/idemchaos/idemchaos/history"
+)
+
+// index holds what several checkers derive from one history: the attempts
+// of every idempotency scope and the attribution of effects to intents.
+// [All] builds one index per Check and shares it, so a million-event history
+// is grouped once rather than once per checker; a checker run on its own
+// builds its own. Parts are built on first use.
+type index struct {
+	h       *history.History
+	effects []history.Effect
+
+	grouped bool
+	scopes  []scope   // in order of first appearance
+	groups  [][]int32 // attempts of scopes[i], sorted by invoke time
+
+	attr        *attribution
+	attrProfile Profile
+}
+
+// indexed is implemented by the checkers of this package: Check on a shared
+// index.
+type indexed interface {
+	check(ix *index) Result
+}
+
+func newIndex(h *history.History, effects []history.Effect) *index {
+	return &index{h: h, effects: effects}
+}
+
+// byScope returns the attempts of every scope that carried a key, in order
+// of first appearance, each group sorted by invoke time (stable, so that
+// attempts invoked at the same instant keep their history order). Attempts
+// without a key have no scope to judge. Callers must not reorder a group.
+func (ix *index) byScope() ([]scope, [][]int32) {
+	if ix.grouped {
+		return ix.scopes, ix.groups
+	}
+	ix.grouped = true
+	h := ix.h
+	// Scopes are found by key first (one string hash per attempt); the few
+	// scopes that share a key across tenants or endpoints are chained
+	// through next.
+	scopes := make([]scope, 0, len(h.Attempts))
+	var next, count []int32
+	byKey := make(map[string]int32, len(h.Attempts))
+	of := make([]int32, len(h.Attempts)) // scope of each attempt, -1 for none
+	for i := range h.Attempts {
+		a := &h.Attempts[i]
+		if a.Key == "" {
+			of[i] = -1
+			continue
+		}
+		g, ok := byKey[a.Key]
+		if !ok {
+			g = int32(len(scopes))
+			byKey[a.Key] = g
+			scopes, next, count = append(scopes, scopeOf(a)), append(next, -1), append(count, 0)
+		} else {
+			for {
+				if sc := &scopes[g]; sc.tenant == a.Tenant && sc.method == a.Method && sc.path == a.Path {
+					break
+				}
+				if next[g] < 0 {
+					next[g] = int32(len(scopes))
+					g = next[g]
+					scopes, next, count = append(scopes, scopeOf(a)), append(next, -1), append(count, 0)
+					break
+				}
+				g = next[g]
+			}
+		}
+		of[i] = g
+		count[g]++
+	}
+	// Counting sort into one array: the groups are subslices of it.
+	flat := make([]int32, len(h.Attempts))
+	off := make([]int32, len(scopes)+1)
+	for g, n := range count {
+		off[g+1] = off[g] + n
+	}
+	fill := count[:0] // reused: fill[g] is where group g's next attempt goes
+	fill = append(fill, off[:len(scopes)]...)
+	for i, g := range of {
+		if g >= 0 {
+			flat[fill[g]] = int32(i)
+			fill[g]++
+		}
+	}
+	ix.scopes = scopes
+	ix.groups = make([][]int32, len(scopes))
+	for g := range scopes {
+		idx := flat[off[g]:off[g+1]:off[g+1]]
+		ix.groups[g] = idx
+		if !slices.IsSortedFunc(idx, ix.byInvoke) {
+			slices.SortStableFunc(idx, ix.byInvoke)
+		}
+	}
+	return ix.scopes, ix.groups
+}
+
+func (ix *index) byInvoke(x, y int32) int {
+	a, b := ix.h.Attempts[x].Invoke, ix.h.Attempts[y].Invoke
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// attribution returns the effects joined to intents under profile p.
+func (ix *index) attribution(p Profile) *attribution {
+	if ix.attr == nil || ix.attrProfile != p {
+		ix.attr, ix.attrProfile = attribute(ix.h, ix.effects, p), p
+	}
+	return ix.attr
+}

@@ -1,0 +1,20 @@
+package main
+
+import (
+	"io"
+
+	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/harness/report"
+	"github.com/idemchaos/idemchaos/history"
+)
+
+// writeHTMLReport draws the HTML report; outcomes[i] is the run of rep.Runs[i].
+func writeHTMLReport(w io.Writer, rep report.Report, outcomes []*harness.Outcome) error {
+	hs := map[string]*history.History{}
+	for i, o := range outcomes {
+		if o != nil && o.History != nil && i < len(rep.Runs) {
+			hs[report.HistoryKey(rep.Runs[i], i)] = o.History
+		}
+	}
+	return report.WriteHTML(w, rep, report.Timelines(rep, hs))
+}

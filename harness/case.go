@@ -1,0 +1,229 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemchaos/idemchaos/checkers"
+	"github.com/idemchaos/idemchaos/harness/env"
+	"github.com/idemchaos/idemchaos/reference"
+	"github.com/idemchaos/idemchaos/scenarios"
+)
+
+// TB is the part of testing.TB the harness uses. A small interface lets the
+// harness's own tests run a failing case against a fake and assert that it
+// failed, as rapid's TB does.
+type TB interface {
+	Helper()
+	Name() string
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+	Failed() bool
+	Cleanup(func())
+}
+
+// EnvSpec says which environment a [Case] runs in.
+type EnvSpec struct {
+	kind env.Kind
+	url  string
+}
+
+// LocalEnv is the embedded environment: throwaway Postgres, in-process
+// Toxiproxy, the reference as a child process.
+func LocalEnv() EnvSpec { return EnvSpec{kind: env.KindLocal} }
+
+// ExternalEnv is a user's service at url (loopback unless the scenario
+// allows remote targets).
+func ExternalEnv(url string) EnvSpec { return EnvSpec{kind: env.KindExternal, url: url} }
+
+// Case is a test case: an environment and steps run in order, like
+// terraform's TestCase.
+type Case struct {
+	Env   EnvSpec
+	Steps []Step
+	// Seed seeds every step that sets none (default 1): a failing case
+	// replays exactly with the same seed.
+	Seed int64
+	// BeforeStep runs before each step with its 0-based index.
+	BeforeStep func(i int)
+	_          struct{}
+}
+
+// Step is one run of a scenario. Its kind is explicit in the fields it
+// sets, never guessed: Scenario (a file) or Inline (a value) names what to
+// run; a step that names neither reruns the previous step's scenario, which
+// is how a step says "now the same against this mutant".
+type Step struct {
+	// Scenario is a YAML file; Inline is a scenario built in Go.
+	Scenario string
+	Inline   *scenarios.Scenario
+	// Mutant runs the reference with this mutant ("" = the scenario's own).
+	Mutant string
+	// Check replaces the scenario's invariants when set.
+	Check checkers.Checker
+	// ExpectViolation is the negative form: the step passes only if this
+	// invariant is violated. A step that expected a violation and saw none
+	// fails.
+	ExpectViolation string
+	Seed            int64
+	_               struct{}
+}
+
+// Test runs c and reports through t. It validates the whole case before
+// anything starts, then runs each step and fails t (with the seed and the
+// command that replays it) when a step does not do what it expects.
+func Test(t TB, c Case) {
+	t.Helper()
+	loaded, err := c.validate()
+	if err != nil {
+		t.Fatalf("%v", err)
+		return
+	}
+	ctx := context.Background()
+	r, closeEnv, err := Open(ctx, OpenOptions{Kind: c.Env.kind, TargetURL: c.Env.url, Scenarios: loaded})
+	if errors.Is(err, env.ErrNoEnvironment) {
+		t.Skipf("harness: %v", err)
+		return
+	}
+	if err != nil {
+		t.Fatalf("harness: %v", err)
+		return
+	}
+	t.Cleanup(func() { _ = closeEnv(context.Background()) })
+	r.HistoryDir = historyDir(t)
+	for i, st := range c.Steps {
+		if c.BeforeStep != nil {
+			c.BeforeStep(i)
+		}
+		s := loaded[i]
+		seed := st.Seed
+		if seed == 0 {
+			seed = max(c.Seed, 1)
+		}
+		mutant := st.Mutant
+		if mutant == "" && s.Target.Reference != nil && s.Target.Reference.Mutant == "" {
+			mutant = CorrectService
+		}
+		out, err := r.Run(ctx, s, RunOptions{Seed: seed, Mutant: mutant})
+		where := fmt.Sprintf("step %d/%d (%s, seed %d", i+1, len(c.Steps), s.Name, seed)
+		if out != nil && out.Mutant != "" {
+			where += ", mutant " + out.Mutant
+		}
+		where += ")"
+		if err != nil {
+			t.Errorf("%s: %v", where, err)
+			continue
+		}
+		judgeStep(t, where, st, out)
+	}
+}
+
+// judgeStep fails t when the step's outcome is not what it expected.
+func judgeStep(t TB, where string, st Step, out *Outcome) {
+	t.Helper()
+	replay := replayHint(out)
+	result := out.Steps[len(out.Steps)-1].Result
+	if st.Check != nil {
+		result = st.Check.Check(out.History, out.History.Effects)
+	}
+	switch {
+	case st.ExpectViolation != "":
+		if !violated(result, st.ExpectViolation) {
+			t.Errorf("%s: expected a %s violation, saw none (verdict %s, %d requests)\n%s", where, st.ExpectViolation, result.Verdict, out.Requests, replay)
+		}
+	case st.Check != nil:
+		if result.Verdict != checkers.Pass {
+			t.Errorf("%s: %s\n%s", where, strings.Join(result.Failures(), "\n"), replay)
+		}
+	default:
+		for _, so := range out.Steps {
+			if !so.Met {
+				t.Errorf("%s: step %q expected %s, got %s:\n%s\n%s", where, so.Name, so.Expect, so.Result.Verdict,
+					strings.Join(so.Result.Failures(), "\n"), replay)
+			}
+		}
+	}
+}
+
+func replayHint(out *Outcome) string {
+	file := out.Scenario.File
+	if file == "" {
+		file = "<inline scenario>"
+	}
+	cmd := fmt.Sprintf("idemchaos run -s %s --seed %d", file, out.Seed)
+	if out.Mutant != "" {
+		cmd += " --mutant " + out.Mutant
+	}
+	return fmt.Sprintf("history: %s\nreplay: %s", out.HistoryPath, cmd)
+}
+
+// validate checks the whole case before anything starts; errors say which
+// step ("step 2/3: ...").
+func (c Case) validate() ([]*scenarios.Scenario, error) {
+	if len(c.Steps) == 0 {
+		return nil, errors.New("harness: a case needs at least one step")
+	}
+	mutants := map[string]bool{"": true}
+	for _, m := range reference.Mutants() {
+		mutants[m.Name] = true
+	}
+	var errs []error
+	loaded := make([]*scenarios.Scenario, len(c.Steps))
+	for i, st := range c.Steps {
+		at := fmt.Sprintf("step %d/%d", i+1, len(c.Steps))
+		switch {
+		case st.Scenario != "" && st.Inline != nil:
+			errs = append(errs, fmt.Errorf("%s: set Scenario or Inline, not both", at))
+			continue
+		case st.Scenario != "":
+			s, err := scenarios.Load(st.Scenario)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", at, err))
+				continue
+			}
+			loaded[i] = s
+		case st.Inline != nil:
+			loaded[i] = st.Inline
+		case i == 0:
+			errs = append(errs, fmt.Errorf("%s: the first step must name a Scenario or an Inline scenario", at))
+			continue
+		default:
+			loaded[i] = loaded[i-1]
+		}
+		if !mutants[st.Mutant] {
+			errs = append(errs, fmt.Errorf("%s: unknown mutant %q (see idemchaos reference mutants)", at, st.Mutant))
+		}
+		if st.Mutant != "" && loaded[i] != nil && loaded[i].Target.Reference == nil {
+			errs = append(errs, fmt.Errorf("%s: a mutant needs a reference target", at))
+		}
+		if st.ExpectViolation != "" {
+			if _, err := checkers.ByName(st.ExpectViolation); err != nil {
+				errs = append(errs, fmt.Errorf("%s: ExpectViolation: %w", at, err))
+			}
+		}
+	}
+	return loaded, errors.Join(errs...)
+}
+
+var (
+	histMu  sync.Mutex
+	histDir string
+)
+
+// historyDir keeps the histories of a test run in one temp directory that
+// outlives the test, so a failure's history can be read afterwards.
+func historyDir(t TB) string {
+	histMu.Lock()
+	defer histMu.Unlock()
+	if histDir == "" {
+		histDir, _ = os.MkdirTemp("", "idemchaos-histories-"+time.Now().Format("150405")+"-")
+	}
+	return histDir
+}

@@ -1,0 +1,100 @@
+package harness_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/idemchaos/idemchaos/harness"
+)
+
+// fakeTB records what a case reports, so the harness can test its own
+// failure paths: a case that should fail must fail.
+type fakeTB struct {
+	mu      sync.Mutex
+	errors  []string
+	fatal   bool
+	skipped bool
+	cleanup []func()
+}
+
+var _ harness.TB = (*fakeTB)(nil)
+
+func (f *fakeTB) Helper()             {}
+func (f *fakeTB) Name() string        { return "fake" }
+func (f *fakeTB) Logf(string, ...any) {}
+func (f *fakeTB) Errorf(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.errors = append(f.errors, fmt.Sprintf(format, args...))
+}
+func (f *fakeTB) Fatalf(format string, args ...any) { f.Errorf(format, args...); f.fatal = true }
+func (f *fakeTB) Skipf(string, ...any)              { f.skipped = true }
+func (f *fakeTB) Failed() bool                      { return len(f.errors) > 0 }
+func (f *fakeTB) Cleanup(fn func())                 { f.cleanup = append(f.cleanup, fn) }
+func (f *fakeTB) done() {
+	for i := len(f.cleanup) - 1; i >= 0; i-- {
+		f.cleanup[i]()
+	}
+}
+
+func TestCase_ValidatesEverythingBeforeStarting(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		c    harness.Case
+		want []string
+	}{
+		"no steps": {harness.Case{}, []string{"at least one step"}},
+		"first step names nothing": {harness.Case{Steps: []harness.Step{{Mutant: "no-key"}}},
+			[]string{"step 1/1: the first step must name a Scenario"}},
+		"unknown mutant and invariant": {harness.Case{Steps: []harness.Step{
+			{Scenario: "../scenarios/key-reuse.yaml"},
+			{Mutant: "no-keys"},
+			{ExpectViolation: "exactly-one"},
+		}}, []string{`step 2/3: unknown mutant "no-keys"`, `step 3/3: ExpectViolation`}},
+		"bad scenario file": {harness.Case{Steps: []harness.Step{{Scenario: "../testdata/bad-yaml/unknown-key.yaml"}}},
+			[]string{"step 1/1:", `did you mean "concurrency"`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tb := &fakeTB{}
+			harness.Test(tb, tc.c)
+			tb.done()
+			if !tb.fatal {
+				t.Fatalf("an invalid case did not fail: %v", tb.errors)
+			}
+			got := strings.Join(tb.errors, "\n")
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("error %q does not say %q", got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestCase_ExpectViolationFailsWhenNoneIsSeen(t *testing.T) {
+	tb := &fakeTB{}
+	harness.Test(tb, harness.Case{Env: harness.LocalEnv(), Steps: []harness.Step{
+		{Scenario: "../scenarios/key-reuse.yaml", ExpectViolation: "reuse-rejected"},
+	}})
+	tb.done()
+	got := strings.Join(tb.errors, "\n")
+	if !strings.Contains(got, "expected a reuse-rejected violation, saw none") || !strings.Contains(got, "replay: idemchaos run -s ../scenarios/key-reuse.yaml --seed 1") {
+		t.Fatalf("the correct reference cannot violate reuse-rejected, so the step must fail with the replay command; got %q", got)
+	}
+}
+
+func TestCase_CleanExpectationFailsOnAMutant(t *testing.T) {
+	tb := &fakeTB{}
+	harness.Test(tb, harness.Case{Env: harness.LocalEnv(), Steps: []harness.Step{
+		{Scenario: "../scenarios/key-reuse.yaml", Mutant: "no-fingerprint"},
+	}})
+	tb.done()
+	got := strings.Join(tb.errors, "\n")
+	if !strings.Contains(got, "reuse-rejected") || !strings.Contains(got, "--mutant no-fingerprint") {
+		t.Fatalf("a mutant must fail a step that expects clean, naming the invariant and the replay; got %q", got)
+	}
+}

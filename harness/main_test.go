@@ -1,0 +1,18 @@
+package harness_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/idemchaos/idemchaos/harness"
+)
+
+func TestMain(m *testing.M) {
+	// The reference service and consumer run as copies of this test binary.
+	harness.MaybeChild()
+	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,153 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/idemchaos/idemchaos/reference"
+	"github.com/idemchaos/idemchaos/scenarios"
+)
+
+// MatrixRow is one system's line of the catch matrix: the correct reference
+// (Mutant "") or one mutant.
+type MatrixRow struct {
+	Mutant  string
+	Pitfall string
+	// Expected is the invariant the mutant's pitfall should trip.
+	Expected string
+	// Caught says a scenario found a violation (for a mutant) — for the
+	// correct reference, Clean says every scenario passed.
+	Caught bool
+	Clean  bool
+	// By lists the invariants violated by the catching run; Scenario names it.
+	By       []string
+	Scenario string
+	// Elapsed and Requests count everything sent to this system until the
+	// catch (or until the suite ran out).
+	Elapsed  time.Duration
+	Requests int64
+	// Runs are the outcomes, in order.
+	Runs []*Outcome
+	// Err is set when a run could not be judged.
+	Err error
+}
+
+// Matrix is the catch matrix of a suite.
+type Matrix struct {
+	Reference MatrixRow
+	Mutants   []MatrixRow
+	Elapsed   time.Duration
+}
+
+// OK says the reference was clean and every mutant was caught.
+func (m *Matrix) OK() bool {
+	if !m.Reference.Clean || m.Reference.Err != nil {
+		return false
+	}
+	for _, r := range m.Mutants {
+		if !r.Caught {
+			return false
+		}
+	}
+	return true
+}
+
+// MatrixOptions tune [Runner.CatchMatrix].
+type MatrixOptions struct {
+	Seed int64
+	// Mutants limits the mutants (default: all of them).
+	Mutants []string
+	// AfterRun is called after every run (progress).
+	AfterRun func(row *MatrixRow, o *Outcome)
+	_        struct{}
+}
+
+// CatchMatrix runs every scenario of the suite against the correct
+// reference (each must be clean) and, for each mutant, runs the suite until
+// one scenario catches it — scenarios that check the mutant's expected
+// invariant first, so a catch comes early.
+func (r *Runner) CatchMatrix(ctx context.Context, suite []*scenarios.Scenario, opts MatrixOptions) (*Matrix, error) {
+	start := time.Now()
+	m := &Matrix{Reference: MatrixRow{Clean: true}}
+	ref := &m.Reference
+	for _, s := range suite {
+		o, err := r.Run(ctx, s, RunOptions{Seed: opts.Seed, Mutant: CorrectService})
+		if err := r.account(ref, o, err); err != nil {
+			return m, err
+		}
+		if o != nil && !o.Met() {
+			ref.Clean = false
+			ref.By = append(ref.By, o.Caught()...)
+			if ref.Scenario == "" {
+				ref.Scenario = s.Name
+			}
+		}
+		if opts.AfterRun != nil {
+			opts.AfterRun(ref, o)
+		}
+	}
+	want := map[string]bool{}
+	for _, n := range opts.Mutants {
+		want[n] = true
+	}
+	for _, mu := range reference.Mutants() {
+		if len(want) > 0 && !want[mu.Name] {
+			continue
+		}
+		row := MatrixRow{Mutant: mu.Name, Pitfall: mu.Pitfall, Expected: mu.Invariant}
+		for _, s := range orderFor(suite, mu.Invariant) {
+			o, err := r.Run(ctx, s, RunOptions{Seed: opts.Seed, Mutant: mu.Name})
+			if err := r.account(&row, o, err); err != nil {
+				m.Mutants = append(m.Mutants, row)
+				return m, err
+			}
+			if opts.AfterRun != nil {
+				opts.AfterRun(&row, o)
+			}
+			if o != nil && len(o.Caught()) > 0 {
+				row.Caught, row.By, row.Scenario = true, o.Caught(), s.Name
+				break
+			}
+		}
+		m.Mutants = append(m.Mutants, row)
+	}
+	m.Elapsed = time.Since(start)
+	return m, nil
+}
+
+// account adds a run to a row; a cancelled context ends the matrix.
+func (r *Runner) account(row *MatrixRow, o *Outcome, err error) error {
+	if o != nil {
+		row.Runs = append(row.Runs, o)
+		row.Elapsed += o.Elapsed
+		row.Requests += o.Requests
+	}
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if row.Err == nil {
+		row.Err = err
+	}
+	return nil
+}
+
+// orderFor puts the scenarios that check inv first.
+func orderFor(suite []*scenarios.Scenario, inv string) []*scenarios.Scenario {
+	var first, rest []*scenarios.Scenario
+	for _, s := range suite {
+		checks := len(s.Invariants) == 0
+		for _, i := range s.Invariants {
+			checks = checks || i.Name == inv
+		}
+		if checks {
+			first = append(first, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	return append(first, rest...)
+}

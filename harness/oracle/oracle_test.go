@@ -1,0 +1,117 @@
+package oracle_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemchaos/idemchaos/harness/oracle"
+	"github.com/idemchaos/idemchaos/harness/pgtest"
+	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/reference"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func exec(t *testing.T, dsn string, sqls ...string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range sqls {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+func ids(fx []history.Effect) string {
+	var out []string
+	for _, e := range fx {
+		out = append(out, fmt.Sprintf("%s/%s/%s/%s", e.Tenant, e.Key, e.Kind, e.ID))
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+func TestSQL_ReadsTenantKeyAndID(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Database(t)
+	exec(t, dsn, `CREATE TABLE shipments (tenant text, idem text, id int)`,
+		`INSERT INTO shipments VALUES ('t1','k1',7), ('t1','k1',8), ('t2','k9',9)`)
+	fx, err := oracle.SQL(dsn, `SELECT tenant, idem, 'shipment ' || id FROM shipments`).Effects(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(fx); got != "t1/k1/shipment/shipment 7 t1/k1/shipment/shipment 8 t2/k9/shipment/shipment 9" {
+		t.Fatalf("got %s", got)
+	}
+}
+
+func TestSQL_ErrorsAreOracleErrors(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Database(t)
+	cases := map[string]oracle.Oracle{
+		"bad query":   oracle.SQL(dsn, `SELECT nope FROM nowhere`),
+		"two columns": oracle.SQL(dsn, `SELECT 'a', 'b'`),
+		"bad dsn":     oracle.SQL("postgres://nobody@127.0.0.1:1/none?connect_timeout=2", `SELECT 1`),
+	}
+	for name, o := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := o.Effects(context.Background()); !errors.Is(err, oracle.ErrOracle) {
+				t.Fatalf("got %v, want ErrOracle", err)
+			}
+		})
+	}
+}
+
+func TestHTTP_PicksFieldsByPath(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"data":{"effects":[{"tenant":"t1","meta":{"key":"k1"},"id":"order 5"},{"tenant":"t2","meta":{"key":"k2"},"id":6}]}}`)
+	}))
+	defer srv.Close()
+	fx, err := oracle.HTTP(srv.URL, "$.data.effects[*]", "$.tenant", "$.meta.key", "$.id").Effects(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(fx); got != "t1/k1/order/order 5 t2/k2/effect/6" {
+		t.Fatalf("got %s", got)
+	}
+	if _, err := oracle.HTTP(srv.URL, "$.data.nope[*]", "$.tenant", "", "$.id").Effects(context.Background()); !errors.Is(err, oracle.ErrOracle) {
+		t.Fatalf("a missing items path: %v", err)
+	}
+}
+
+func TestReference_ReadsOrdersAndWaitsForTheQueue(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Database(t)
+	if err := reference.Migrate(context.Background(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, dsn,
+		`INSERT INTO orders (id, tenant, idem_key, intent, sku, qty, amount) VALUES ('o1','t1','k1','i1','A',1,100)`,
+		`INSERT INTO outbox_events (tenant, aggregate_id, event_type, payload, acked_at) VALUES ('t1','o1','order.created','{}', now())`)
+	start := time.Now()
+	fx, err := oracle.Reference(dsn, 5*time.Second).Effects(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(fx); got != "t1/k1/order/order o1" || fx[0].Intent != "i1" {
+		t.Fatalf("got %s (intent %q)", got, fx[0].Intent)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Fatalf("a drained outbox should not be waited for (%s)", time.Since(start))
+	}
+}

@@ -1,0 +1,415 @@
+package report
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+//go:embed assets/report.tmpl assets/report.css assets/report.js
+var assets embed.FS
+
+// The page's stylesheet and script, embedded verbatim. The page's Content
+// Security Policy allows exactly these two by hash and nothing else (no
+// network, no other script), so that even a bug in escaping could not run
+// a script that a system under test smuggled into a response body.
+var (
+	pageCSS, pageJS string
+	pageCSP         string
+	pageTmpl        *template.Template
+)
+
+func init() {
+	read := func(name string) string {
+		b, err := assets.ReadFile("assets/" + name)
+		if err != nil {
+			panic("report: embedded asset missing: " + err.Error())
+		}
+		return string(b)
+	}
+	pageCSS, pageJS = read("report.css"), read("report.js")
+	hash := func(s string) string {
+		sum := sha256.Sum256([]byte(s))
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}
+	pageCSP = "default-src 'none'; style-src " + hash(pageCSS) + "; script-src " + hash(pageJS) + "; base-uri 'none'; form-action 'none'"
+	pageTmpl = template.Must(template.New("report.tmpl").Funcs(template.FuncMap{
+		"upper": strings.ToUpper,
+		"f":     func(x float64) string { return fmt.Sprintf("%.1f", x) },
+		"ops":   joinOps,
+		"label": runLabel,
+		"dash":  dash,
+		"join":  func(s []string) string { return strings.Join(s, ", ") },
+		"ms":    func(n int64) string { return fmt.Sprintf("%d ms", n) },
+	}).ParseFS(assets, "assets/report.tmpl"))
+}
+
+// The drawing's geometry, in SVG user units (the SVG scales to the page).
+const (
+	svgWidth   = 1000.0
+	gutter     = 92.0 // lane labels
+	rightPad   = 14.0
+	plotWidth  = svgWidth - gutter - rightPad
+	axisHeight = 34.0 // tick labels, then the labels of fault regions
+	rowHeight  = 30.0 // an aimed fault's mark and kind, then the bar
+	barTop     = 13.0
+	barHeight  = 14.0
+	effectsRow = 30.0
+	charWidth  = 6.2 // of the 11px labels, to keep labels from colliding
+)
+
+// WriteHTML writes rep as one self-contained HTML page: the verdict, the
+// catch matrix when there is one, one section per run and, for each
+// violating key, its timeline from timelines (see [Timelines]) drawn as
+// inline SVG. Every string from the system under test goes through
+// html/template's contextual escaping; the page works with scripts off.
+func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
+	p := page{Report: rep, CSS: template.CSS(pageCSS), JS: template.JS(pageJS), CSP: pageCSP}
+	for i, run := range rep.Runs {
+		rv := runView{Run: run, Index: i, Label: runLabel(run), Status: runStatus(run)}
+		for _, st := range run.Steps {
+			for _, iv := range st.Invariants {
+				rv.Invariants = append(rv.Invariants, ivRow{Step: st.Name, Expect: st.Expect, Invariant: iv,
+					Expected: st.Expect == iv.Name})
+				rv.Violations += len(iv.Violations)
+			}
+		}
+		p.Runs = append(p.Runs, rv)
+		p.Violations += rv.Violations
+	}
+	type where struct {
+		run, step int
+		invariant string
+		index     int
+	}
+	drawn := map[where]bool{}
+	for i, t := range timelines {
+		if t.Run < 0 || t.Run >= len(p.Runs) {
+			continue
+		}
+		drawn[where{t.Run, t.Step, t.Invariant, t.Violation}] = true
+		tv := layout(t)
+		tv.ID = fmt.Sprintf("v%d", i+1)
+		tv.N = i + 1
+		p.Runs[t.Run].Timelines = append(p.Runs[t.Run].Timelines, tv)
+		p.Index = append(p.Index, indexEntry{ID: tv.ID, N: tv.N, Invariant: t.Invariant, Run: runLabel(rep.Runs[t.Run]), Tenant: t.Tenant, Key: t.Key})
+	}
+	// Violations without a timeline (past the cap, or none computed) are
+	// still listed with their explanations: the page is the whole story.
+	for ri := range p.Runs {
+		rv := &p.Runs[ri]
+		for si, st := range rv.Steps {
+			for _, iv := range st.Invariants {
+				for vi, v := range iv.Violations {
+					if drawn[where{ri, si, iv.Name, vi}] {
+						continue
+					}
+					if len(rv.Undrawn) == maxUndrawn {
+						rv.MoreUndrawn++
+						continue
+					}
+					rv.Undrawn = append(rv.Undrawn, undrawn{Invariant: iv.Name, Violation: v})
+				}
+			}
+		}
+	}
+	if err := pageTmpl.Execute(w, p); err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	return nil
+}
+
+type page struct {
+	Report     Report
+	CSS        template.CSS
+	JS         template.JS
+	CSP        string
+	Runs       []runView
+	Violations int
+	Index      []indexEntry
+}
+
+type indexEntry struct {
+	ID, Run, Invariant, Tenant, Key string
+	N                               int
+}
+
+type runView struct {
+	Run
+	Index      int
+	Label      string
+	Status     string
+	Invariants []ivRow
+	Violations int
+	Timelines  []timelineView
+	// Undrawn are the violations without a timeline, up to maxUndrawn;
+	// MoreUndrawn counts the rest.
+	Undrawn     []undrawn
+	MoreUndrawn int
+}
+
+type undrawn struct {
+	Invariant string
+	Violation
+}
+
+// maxUndrawn caps the violations listed without a timeline in one run.
+const maxUndrawn = 500
+
+type ivRow struct {
+	Step, Expect string
+	Invariant
+	Expected bool
+}
+
+func runStatus(run Run) string {
+	switch {
+	case run.Error != "":
+		return "error"
+	case run.Met:
+		return "pass"
+	}
+	return "fail"
+}
+
+// timelineView is a [Timeline] laid out in SVG units.
+type timelineView struct {
+	Timeline
+	ID       string
+	N        int
+	Height   float64
+	PlotX    float64
+	PlotEnd  float64
+	PlotTop  float64
+	PlotBot  float64
+	EffectsY float64
+	// EffectsLabelY and RegionH place the effects row's label and the
+	// height of fault regions (every lane and the effects row).
+	EffectsLabelY float64
+	RegionH       float64
+	// StartMSRun is the window's start in ms since the run started.
+	StartMSRun  float64
+	MaxAttempts int
+	Ticks       []tickView
+	LaneBox     []laneView
+	Bars        []barView
+	Regions     []regionView
+	Marks       []markView
+	Effs        []effView
+}
+
+type tickView struct {
+	X     float64
+	Label string
+}
+
+type laneView struct {
+	Label       string
+	Y, H, TextY float64
+	Odd         bool
+}
+
+type barView struct {
+	Bar
+	X, Y, W, H   float64
+	Label        string
+	LabelX       float64
+	LabelY       float64
+	LabelOutside bool
+}
+
+type regionView struct {
+	FaultMark
+	X, W, LabelY float64
+}
+
+type markView struct {
+	FaultMark
+	X, Y           float64
+	Points         string
+	Label          string
+	LabelX, LabelY float64
+}
+
+type effView struct {
+	EffectMark
+	X, Y           float64
+	Points         string
+	ShowLabel      bool
+	Label          string
+	LabelX, LabelY float64
+	LabelEnd       bool // anchored at its end, left of the marks
+}
+
+func layout(t Timeline) timelineView {
+	v := timelineView{Timeline: t, PlotX: gutter, PlotEnd: gutter + plotWidth, PlotTop: axisHeight}
+	x := func(ms float64) float64 {
+		if t.WidthMS <= 0 {
+			return gutter
+		}
+		return round1(gutter + ms/t.WidthMS*plotWidth)
+	}
+	rowY := func(row int) float64 { return axisHeight + float64(row)*rowHeight }
+	v.PlotBot = rowY(t.Rows)
+	v.EffectsY = v.PlotBot
+	v.EffectsLabelY = v.EffectsY + effectsRow/2 + 4
+	v.RegionH = v.PlotBot - v.PlotTop + effectsRow
+	v.Height = v.PlotBot + effectsRow + 4
+	v.StartMSRun = nsToMS(t.StartNS)
+	v.MaxAttempts = MaxTimelineAttempts
+	for _, ms := range ticks(t.WidthMS) {
+		v.Ticks = append(v.Ticks, tickView{X: x(ms), Label: trimMS(ms)})
+	}
+	for i, l := range t.Lanes {
+		y := rowY(l.Row)
+		h := float64(l.Rows) * rowHeight
+		v.LaneBox = append(v.LaneBox, laneView{Label: l.Label, Y: y, H: h, TextY: y + rowHeight/2 + 4, Odd: i%2 == 1})
+	}
+	// Bars, with a label inside when it fits, else after the bar when the
+	// next bar on the row leaves room; a shorter label when the long one
+	// fits nowhere, else none (the tooltip has it all).
+	for _, l := range t.Lanes {
+		for i, b := range l.Bars {
+			bv := barView{Bar: b, X: x(b.StartMS), Y: rowY(b.Row) + barTop, H: barHeight}
+			bv.W = math.Max(round1(x(b.EndMS)-bv.X), 2)
+			bv.LabelY = bv.Y + barHeight - 3
+			next := v.PlotEnd
+			for _, o := range l.Bars[i+1:] {
+				if o.Row == b.Row {
+					next = x(o.StartMS)
+					break
+				}
+			}
+			for _, label := range barLabels(b) {
+				need := textWidth(label) + 6
+				if bv.W >= need {
+					bv.Label, bv.LabelX = label, bv.X+3
+					break
+				}
+				if bv.X+bv.W+need <= next {
+					bv.Label, bv.LabelX, bv.LabelOutside = label, bv.X+bv.W+3, true
+					break
+				}
+			}
+			v.Bars = append(v.Bars, bv)
+		}
+	}
+	lastMark := map[int]float64{}
+	for _, f := range t.Faults {
+		if f.Region {
+			v.Regions = append(v.Regions, regionView{FaultMark: f, X: x(f.StartMS), W: math.Max(round1(x(f.EndMS)-x(f.StartMS)), 2), LabelY: axisHeight - 8})
+			continue
+		}
+		mx, my := x(f.StartMS), rowY(f.Row)+3
+		m := markView{FaultMark: f, X: mx, Y: my, LabelX: mx + 7, LabelY: my + 7,
+			Points: fmt.Sprintf("%.1f,%.1f %.1f,%.1f %.1f,%.1f", mx-5, my, mx+5, my, mx, my+8)}
+		// Label a mark with its kind unless the previous mark's label on
+		// the row is in the way.
+		if last, ok := lastMark[f.Row]; (!ok || mx > last) && m.LabelX+textWidth(f.Kind) <= svgWidth {
+			m.Label = f.Kind
+			lastMark[f.Row] = m.LabelX + textWidth(f.Kind)
+		}
+		v.Marks = append(v.Marks, m)
+	}
+	v.Effs = layoutEffects(t.Effects, x, v.EffectsY+12)
+	return v
+}
+
+// layoutEffects draws effects that fall on one spot (an oracle reads them
+// together) side by side, so they can be counted, and labels each group
+// once with the effects' ids.
+func layoutEffects(effects []EffectMark, x func(float64) float64, y float64) []effView {
+	sorted := slices.Clone(effects)
+	slices.SortStableFunc(sorted, func(a, b EffectMark) int { return cmp.Compare(a.AtMS, b.AtMS) })
+	var out []effView
+	for i := 0; i < len(sorted); {
+		j, x0 := i, x(sorted[i].AtMS)
+		for j < len(sorted) && x(sorted[j].AtMS)-x0 < 4 {
+			j++
+		}
+		var ids []string
+		for k := i; k < j; k++ {
+			ex := x0 + float64(k-i)*10
+			ids = append(ids, sorted[k].ID)
+			out = append(out, effView{EffectMark: sorted[k], X: ex, Y: y,
+				Points: fmt.Sprintf("%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f", ex, y-6, ex+5, y, ex, y+6, ex-5, y)})
+		}
+		g := &out[len(out)-1]
+		g.ShowLabel, g.LabelY = true, y+4
+		g.Label = clip(strings.Join(ids, ", "), 60)
+		if j-i > 1 {
+			g.Label = fmt.Sprintf("%d effects: %s", j-i, g.Label)
+		}
+		if g.X+9+textWidth(g.Label) <= svgWidth {
+			g.LabelX = g.X + 9
+		} else {
+			g.LabelX, g.LabelEnd = x0-9, true
+		}
+		i = j
+	}
+	return out
+}
+
+// barLabels returns the labels of a bar, longest first: op and status, or
+// op, outcome and the client's error.
+func barLabels(b Bar) []string {
+	short := fmt.Sprintf("op %d · %s", b.Op, b.Outcome)
+	switch {
+	case b.Status != 0:
+		return []string{fmt.Sprintf("op %d · %d", b.Op, b.Status)}
+	case b.Open:
+		return []string{fmt.Sprintf("op %d · open (no completion)", b.Op), fmt.Sprintf("op %d · open", b.Op)}
+	case b.Error != "":
+		return []string{short + ": " + clip(b.Error, 40), short}
+	}
+	return []string{short}
+}
+
+// textWidth estimates the width of an 11px label.
+func textWidth(s string) float64 { return float64(utf8.RuneCountInString(s)) * charWidth }
+
+// ticks returns about eight round tick positions across [0, width] ms.
+func ticks(width float64) []float64 {
+	if width <= 0 {
+		return []float64{0}
+	}
+	raw := width / 8
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	var out []float64
+	for t := 0.0; t <= width+step/1e6; t += step {
+		out = append(out, t)
+	}
+	return out
+}
+
+func trimMS(ms float64) string {
+	s := fmt.Sprintf("%.3f", ms)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s + " ms"
+}
+
+// clip shortens s to at most n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func round1(f float64) float64 { return math.Round(f*10) / 10 }

@@ -1,0 +1,207 @@
+package report
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/idemchaos/idemchaos/checkers"
+	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/history"
+)
+
+// ShapeVersion is the version of the JSON report's shape. Fields are only
+// added within a version.
+const ShapeVersion = 1
+
+// Report is the JSON report of a command (run, demo, check).
+type Report struct {
+	Tool     string `json:"tool"`
+	Version  int    `json:"version"`
+	Verdict  string `json:"verdict"` // pass, violation, unknown
+	ExitCode int    `json:"exit_code"`
+	Runs     []Run  `json:"runs"`
+	// Matrix is set by demo.
+	Matrix *Matrix `json:"matrix,omitempty"`
+}
+
+// Run is one scenario run (or one checked history file).
+type Run struct {
+	Scenario  string  `json:"scenario"`
+	File      string  `json:"file,omitempty"`
+	Seed      int64   `json:"seed"`
+	Mutant    string  `json:"mutant,omitempty"`
+	History   string  `json:"history,omitempty"`
+	ElapsedMS int64   `json:"elapsed_ms"`
+	Requests  int64   `json:"requests"`
+	Verdict   string  `json:"verdict"`
+	Met       bool    `json:"met"` // every step did what it expected
+	Steps     []Step  `json:"steps"`
+	Replay    string  `json:"replay,omitempty"`
+	Repro     string  `json:"reproducibility,omitempty"` // "reproducible (3/3)" or "intermittent (1/3)"
+	Shrunk    *Shrunk `json:"shrunk,omitempty"`
+	Error     string  `json:"error,omitempty"`
+}
+
+// Step is one step of a run and its verdicts.
+type Step struct {
+	Name       string      `json:"name,omitempty"`
+	Expect     string      `json:"expect"`
+	Met        bool        `json:"met"`
+	Verdict    string      `json:"verdict"`
+	Invariants []Invariant `json:"invariants"`
+}
+
+// Invariant is one checker's verdict.
+type Invariant struct {
+	Name       string      `json:"name"`
+	Verdict    string      `json:"verdict"`
+	Checked    int         `json:"checked"`
+	Reason     string      `json:"reason,omitempty"`
+	Violations []Violation `json:"violations"`
+}
+
+// Violation is one broken instance, in plain words.
+type Violation struct {
+	Tenant      string  `json:"tenant"`
+	Method      string  `json:"method"`
+	Path        string  `json:"path"`
+	Key         string  `json:"key"`
+	Intent      string  `json:"intent,omitempty"`
+	Ops         []int64 `json:"ops"`
+	Explanation string  `json:"explanation"`
+	Cause       string  `json:"cause,omitempty"`
+}
+
+// Shrunk is the minimal failing plan found.
+type Shrunk struct {
+	From int    `json:"from_intents"`
+	To   int    `json:"to_intents"`
+	Runs int    `json:"runs"`
+	Plan string `json:"plan"`
+}
+
+// Matrix is demo's catch matrix.
+type Matrix struct {
+	Reference MatrixRow   `json:"reference"`
+	Mutants   []MatrixRow `json:"mutants"`
+	ElapsedMS int64       `json:"elapsed_ms"`
+	OK        bool        `json:"ok"`
+}
+
+// MatrixRow is one system of the matrix.
+type MatrixRow struct {
+	Mutant    string   `json:"mutant,omitempty"`
+	Pitfall   string   `json:"pitfall,omitempty"`
+	Expected  string   `json:"expected_invariant,omitempty"`
+	Caught    bool     `json:"caught"`
+	Clean     bool     `json:"clean"`
+	By        []string `json:"caught_by"`
+	Scenario  string   `json:"scenario,omitempty"`
+	ElapsedMS int64    `json:"elapsed_ms"`
+	Requests  int64    `json:"requests"`
+	Runs      int      `json:"runs"`
+	// Clean counts the runs in which every expectation held.
+	CleanRuns int    `json:"clean_runs"`
+	Error     string `json:"error,omitempty"`
+}
+
+// FromOutcome turns a run into its report form.
+func FromOutcome(o *harness.Outcome) Run {
+	r := Run{Scenario: o.Scenario.Name, File: o.Scenario.File, Seed: o.Seed, Mutant: o.Mutant, History: o.HistoryPath,
+		ElapsedMS: o.Elapsed.Milliseconds(), Requests: o.Requests, Verdict: o.Verdict().String(), Met: o.Met(),
+		Replay: ReplayCommand(o)}
+	for _, s := range o.Steps {
+		r.Steps = append(r.Steps, Step{Name: s.Name, Expect: s.Expect, Met: s.Met, Verdict: s.Result.Verdict.String(), Invariants: invariants(s.Result)})
+	}
+	return r
+}
+
+// FromCheck turns an offline check of one history file into a run.
+func FromCheck(file string, h *history.History, res checkers.Result) Run {
+	return Run{Scenario: h.Meta.Scenario, File: file, Seed: h.Meta.Seed, History: file, Verdict: res.Verdict.String(),
+		Met: res.Verdict == checkers.Pass, Steps: []Step{{Expect: "clean", Met: res.Verdict == checkers.Pass,
+			Verdict: res.Verdict.String(), Invariants: invariants(res)}}}
+}
+
+func invariants(res checkers.Result) []Invariant {
+	parts := res.Results
+	if len(parts) == 0 {
+		parts = []checkers.Result{res}
+	}
+	out := make([]Invariant, 0, len(parts))
+	for _, p := range parts {
+		iv := Invariant{Name: p.Name, Verdict: p.Verdict.String(), Checked: p.Checked, Reason: p.Reason, Violations: []Violation{}}
+		for _, v := range p.Violations {
+			iv.Violations = append(iv.Violations, Violation{Tenant: v.Tenant, Method: v.Method, Path: v.Path, Key: v.Key,
+				Intent: v.Intent, Ops: v.Ops, Explanation: v.Explanation, Cause: v.Cause})
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// ReplayCommand is the exact command that replays a run.
+func ReplayCommand(o *harness.Outcome) string {
+	file := o.Scenario.File
+	if file == "" {
+		file = "<scenario.yaml>"
+	}
+	cmd := fmt.Sprintf("idemchaos run -s %s --seed %d", file, o.Seed)
+	if o.Mutant != "" {
+		cmd += " --mutant " + o.Mutant
+	}
+	return cmd
+}
+
+// FromMatrix turns demo's catch matrix into its report form.
+func FromMatrix(m *harness.Matrix) *Matrix {
+	row := func(r harness.MatrixRow) MatrixRow {
+		out := MatrixRow{Mutant: r.Mutant, Pitfall: r.Pitfall, Expected: r.Expected, Caught: r.Caught, Clean: r.Clean,
+			By: append([]string{}, r.By...), Scenario: r.Scenario, ElapsedMS: r.Elapsed.Milliseconds(), Requests: r.Requests, Runs: len(r.Runs)}
+		for _, o := range r.Runs {
+			if o.Met() {
+				out.CleanRuns++
+			}
+		}
+		if r.Err != nil {
+			out.Error = r.Err.Error()
+		}
+		return out
+	}
+	out := &Matrix{Reference: row(m.Reference), ElapsedMS: m.Elapsed.Milliseconds(), OK: m.OK()}
+	for _, r := range m.Mutants {
+		out.Mutants = append(out.Mutants, row(r))
+	}
+	return out
+}
+
+// New assembles a report and its exit code from runs.
+func New(runs []Run) Report {
+	r := Report{Tool: "idemchaos", Version: ShapeVersion, Runs: runs}
+	if r.Runs == nil {
+		r.Runs = []Run{}
+	}
+	worst := checkers.Pass
+	met := true
+	for _, run := range runs {
+		met = met && run.Met && run.Error == ""
+		switch run.Verdict {
+		case "violation":
+			worst = max(worst, checkers.Violated)
+		case "unknown":
+			worst = max(worst, checkers.Unknown)
+		}
+	}
+	r.Verdict = worst.String()
+	switch {
+	case met:
+		r.ExitCode = 0
+	case worst == checkers.Unknown:
+		r.ExitCode = 2
+	default:
+		r.ExitCode = 1
+	}
+	return r
+}
+
+func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }

@@ -1,0 +1,182 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// MaxTextViolations bounds the violations the summary spells out per run and
+// invariant; the JSON and HTML reports carry all of them.
+const MaxTextViolations = 3
+
+// WriteText prints the human summary: violations first, each with its
+// explanation, its ops and the command that replays it; then one line per
+// run and invariant.
+func WriteText(w io.Writer, rep Report) {
+	n := 0
+	for _, run := range rep.Runs {
+		for _, st := range run.Steps {
+			for _, iv := range st.Invariants {
+				for k, v := range iv.Violations {
+					if k == MaxTextViolations {
+						fmt.Fprintf(w, "\n   … and %d more %s violations in this run (all of them: --json, --report)\n", len(iv.Violations)-k, iv.Name)
+						break
+					}
+					n++
+					if n == 1 {
+						fmt.Fprintln(w, "VIOLATIONS")
+					}
+					fmt.Fprintf(w, "\n%d. %s — %s%s\n", n, iv.Name, runLabel(run), where(v))
+					fmt.Fprintf(w, "   %s\n", v.Explanation)
+					if v.Cause != "" {
+						fmt.Fprintf(w, "   likely cause: %s\n", v.Cause)
+					}
+					fmt.Fprintf(w, "   ops %s", joinOps(v.Ops))
+					if run.History != "" {
+						fmt.Fprintf(w, " in %s", run.History)
+					}
+					fmt.Fprintln(w)
+					if run.Replay != "" {
+						fmt.Fprintf(w, "   replay: %s\n", run.Replay)
+					}
+				}
+			}
+		}
+	}
+	if n > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, run := range rep.Runs {
+		status := "PASS"
+		if !run.Met {
+			status = "FAIL"
+		}
+		if run.Error != "" {
+			status = "ERROR"
+		}
+		fmt.Fprintf(w, "%-5s %s (seed %d", status, runLabel(run), run.Seed)
+		if run.Requests > 0 {
+			fmt.Fprintf(w, ", %d requests, %s", run.Requests, time.Duration(run.ElapsedMS)*time.Millisecond)
+		}
+		fmt.Fprintln(w, ")")
+		if run.Error != "" {
+			fmt.Fprintf(w, "      error: %s\n", run.Error)
+		}
+		for _, st := range run.Steps {
+			if len(run.Steps) > 1 || st.Expect != "clean" {
+				fmt.Fprintf(w, "      step %q expects %s: %s\n", st.Name, st.Expect, map[bool]string{true: "met", false: "NOT met"}[st.Met])
+			}
+			for _, iv := range st.Invariants {
+				line := fmt.Sprintf("      %-9s %-19s checked %d", strings.ToUpper(iv.Verdict), iv.Name, iv.Checked)
+				if k := len(iv.Violations); k > 0 {
+					line += fmt.Sprintf(", %d violation%s", k, map[bool]string{true: "", false: "s"}[k == 1])
+				}
+				if iv.Reason != "" {
+					line += " — " + iv.Reason
+				}
+				fmt.Fprintln(w, line)
+			}
+		}
+		if run.Repro != "" {
+			fmt.Fprintf(w, "      %s\n", run.Repro)
+		}
+		if run.Shrunk != nil {
+			fmt.Fprintf(w, "      shrunk from %d to %d intents in %d runs; minimal plan:\n", run.Shrunk.From, run.Shrunk.To, run.Shrunk.Runs)
+			for _, l := range strings.Split(strings.TrimRight(run.Shrunk.Plan, "\n"), "\n") {
+				fmt.Fprintf(w, "        %s\n", l)
+			}
+		}
+		if !run.Met && run.Replay != "" {
+			fmt.Fprintf(w, "      replay: %s\n", run.Replay)
+		}
+		if run.History != "" {
+			fmt.Fprintf(w, "      history: %s\n", run.History)
+		}
+	}
+}
+
+func runLabel(run Run) string {
+	s := run.Scenario
+	if s == "" {
+		s = run.File
+	}
+	if run.Mutant != "" {
+		s += " [mutant " + run.Mutant + "]"
+	}
+	return s
+}
+
+func where(v Violation) string {
+	var parts []string
+	if v.Tenant != "" {
+		parts = append(parts, "tenant "+v.Tenant)
+	}
+	if v.Key != "" {
+		parts = append(parts, "key "+v.Key)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, ", ")
+}
+
+func joinOps(ops []int64) string {
+	parts := make([]string, len(ops))
+	for i, o := range ops {
+		parts[i] = fmt.Sprint(o)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteMatrix prints demo's catch matrix.
+func WriteMatrix(w io.Writer, m *Matrix) {
+	fmt.Fprintln(w, "CATCH MATRIX")
+	fmt.Fprintf(w, "%-22s %-7s %-52s %-26s %8s %6s\n", "system", "result", "caught by", "scenario", "time", "reqs")
+	ref := "CLEAN"
+	if !m.Reference.Clean {
+		ref = "DIRTY"
+	}
+	if m.Reference.Error != "" {
+		ref = "ERROR"
+	}
+	fmt.Fprintf(w, "%-22s %-7s %-52s %-26s %8s %6d\n", "reference (correct)", ref, dash(strings.Join(m.Reference.By, ", ")),
+		fmt.Sprintf("%d/%d scenarios clean", m.Reference.CleanRuns, m.Reference.Runs), ms(time.Duration(m.Reference.ElapsedMS)*time.Millisecond), m.Reference.Requests)
+	for _, r := range m.Mutants {
+		res := "CAUGHT"
+		if !r.Caught {
+			res = "MISSED"
+		}
+		fmt.Fprintf(w, "%-22s %-7s %-52s %-26s %8s %6d\n", r.Mutant, res, dash(strings.Join(r.By, ", ")), dash(r.Scenario),
+			ms(time.Duration(r.ElapsedMS)*time.Millisecond), r.Requests)
+		if r.Error != "" {
+			fmt.Fprintf(w, "%-22s   error: %s\n", "", r.Error)
+		}
+	}
+	caught := 0
+	for _, r := range m.Mutants {
+		if r.Caught {
+			caught++
+		}
+	}
+	verdict := "reference clean, every mutant caught"
+	if !m.OK {
+		verdict = "NOT OK"
+	}
+	fmt.Fprintf(w, "\n%d/%d mutants caught; %s; %s in all\n", caught, len(m.Mutants), verdict, ms(time.Duration(m.ElapsedMS)*time.Millisecond))
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

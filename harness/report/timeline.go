@@ -1,0 +1,506 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/idemchaos/idemchaos/history"
+)
+
+// MaxTimelineAttempts caps the attempts drawn in one [Timeline]. A key that
+// thousands of requests hit would draw an unreadable picture, and the page
+// must stay small; the ops the violation lists are kept first, then the rest
+// in the order they were sent, and [Timeline.Omitted] counts what was cut.
+const MaxTimelineAttempts = 200
+
+// MaxTimelinesPerRun caps the timelines computed for one run. Past a few
+// dozen nobody reads them; the text report still lists every violation.
+const MaxTimelinesPerRun = 50
+
+// maxMarks caps the effects and faults drawn in one timeline, for the same
+// reason as [MaxTimelineAttempts].
+const maxMarks = 200
+
+// Timeline is the data of one violating key's timeline: which attempts ran
+// when and how they ended, which faults were active and which effects the
+// system produced. It is plain data, computed by [Timelines] and drawn by
+// [WriteHTML]; times are milliseconds from the start of the window.
+//
+// Lanes are one per simulated client ([history.Attempt.Client]), the way the
+// driver runs them: a client's attempts follow one another, so its lane
+// reads left to right as retry after retry. Attempts of one client that
+// overlap in time (double clicks) are stacked on extra rows of its lane, so
+// no bar hides another.
+type Timeline struct {
+	Run       int // index of the run in [Report.Runs]
+	Step      int // index of the step in [Run.Steps]
+	Invariant string
+	// Violation is the index of the violation in its [Invariant.Violations].
+	Violation int
+	Tenant    string
+	Method    string
+	Path      string
+	Key       string
+	Intent    string
+	// Ops are the ops the violation lists; their bars are highlighted.
+	Ops         []int64
+	Explanation string
+	Cause       string
+
+	// StartNS and EndNS bound the window in ns since run start: a little
+	// before the first attempt drawn to a little after the last event.
+	StartNS, EndNS int64
+	// WidthMS is the window's length.
+	WidthMS float64
+	Lanes   []Lane
+	// Rows counts the rows of all lanes together.
+	Rows    int
+	Faults  []FaultMark
+	Effects []EffectMark
+	// Omitted counts the attempts of the scope left out by
+	// [MaxTimelineAttempts]; OmittedMarks the effects and faults left out.
+	Omitted      int
+	OmittedMarks int
+	// Missing says why nothing could be drawn (no history for the run).
+	Missing string
+}
+
+// Lane is the attempts of one client.
+type Lane struct {
+	Client int
+	Label  string
+	Row    int // the lane's first row in the timeline
+	Rows   int // how many rows its bars need
+	Bars   []Bar
+}
+
+// Bar is one attempt, from its invoke to its completion (or to the end of
+// the history when it never completed).
+type Bar struct {
+	Op     int64
+	Intent string
+	Tenant string
+	Key    string
+	Method string
+	Path   string
+	Number int // attempt number within the intent
+	Client int
+	Row    int // row in the timeline
+
+	StartMS, EndMS float64
+	// Open says no completion was recorded: the bar runs to the end of the
+	// history and the attempt counts as info.
+	Open    bool
+	Outcome string // ok, info, fail
+	Status  int
+	Error   string
+	Preview string // start of the response body, untrusted
+	// Listed says the violation names this op.
+	Listed bool
+	// Class is the legend entry: s2xx, s3xx, s4xx, s5xx (ok with that
+	// status), info or fail.
+	Class string
+	// Tip is the tooltip text: every field above in words.
+	Tip string
+}
+
+// FaultMark is a fault in a timeline. A fault aimed at one attempt is a mark
+// at the moment it fired, on that attempt's row; a fault on a shared link or
+// a process (op 0) is a region from fire to heal, or to the end of the
+// history when it never healed.
+type FaultMark struct {
+	Kind string
+	Op   int64 // the attempt it hit, 0 for a region
+	// Row is the row of the attempt it hit, -1 for a region.
+	Row            int
+	StartMS, EndMS float64 // equal for an aimed fault
+	Region         bool
+	Healed         bool // a region that ended with a heal event
+	Detail         string
+	Tip            string
+}
+
+// EffectMark is an effect the system produced for the scope. Oracles read
+// effects at the end of a step, so a mark says "seen by then", not "made
+// then".
+type EffectMark struct {
+	AtMS   float64
+	Tenant string
+	Key    string
+	Intent string
+	Kind   string
+	ID     string
+	Tip    string
+}
+
+// Timelines computes one [Timeline] per violation of every run, in report
+// order, at most [MaxTimelinesPerRun] per run. histories maps each run's
+// [HistoryKey] (its [Run.History] path) to the loaded history; a run without
+// one still gets its timelines, with [Timeline.Missing] set and nothing
+// drawn.
+//
+// A timeline draws every attempt of the violation's (tenant, key) scope, the
+// attempts of the same intents under other keys (a client that makes a new
+// key per retry), and the ops the violation lists, wherever they are.
+// Building the indexes is linear in the history and each timeline is linear
+// in what it draws.
+func Timelines(rep Report, histories map[string]*history.History) []Timeline {
+	var out []Timeline
+	indexes := map[*history.History]*histIndex{}
+	for ri, run := range rep.Runs {
+		n := 0
+		h := histories[HistoryKey(run, ri)]
+		for si, st := range run.Steps {
+			for _, iv := range st.Invariants {
+				for vi, v := range iv.Violations {
+					if n == MaxTimelinesPerRun {
+						break
+					}
+					n++
+					t := Timeline{Run: ri, Step: si, Invariant: iv.Name, Violation: vi, Tenant: v.Tenant, Method: v.Method, Path: v.Path,
+						Key: v.Key, Intent: v.Intent, Ops: v.Ops, Explanation: v.Explanation, Cause: v.Cause}
+					if h == nil {
+						t.Missing = "no history loaded for this run"
+						if run.History != "" {
+							t.Missing = "history " + run.History + " was not loaded"
+						}
+						out = append(out, t)
+						continue
+					}
+					x := indexes[h]
+					if x == nil {
+						x = newHistIndex(h)
+						indexes[h] = x
+					}
+					x.fill(&t, v)
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// HistoryKey is the key of the i-th run of a report in the histories given
+// to [Timelines]: its [Run.History] path, or "#i" when the run kept its
+// history in memory only, so that two such runs never share one.
+func HistoryKey(run Run, i int) string {
+	if run.History != "" {
+		return run.History
+	}
+	return fmt.Sprintf("#%d", i)
+}
+
+type scope struct{ tenant, key string }
+
+// histIndex finds the attempts, effects and faults of a scope without
+// scanning the history once per violation.
+type histIndex struct {
+	h        *history.History
+	byOp     map[int64]int
+	byScope  map[scope][]int
+	byIntent map[string][]int
+	effScope map[scope][]int
+	effInt   map[string][]int
+	aimed    map[int64][]int // op → indexes into h.Faults
+	regions  []region        // faults on op 0, paired fire → heal
+}
+
+type region struct {
+	fault      int // index of the fire event in h.Faults
+	start, end int64
+	healed     bool
+}
+
+func newHistIndex(h *history.History) *histIndex {
+	x := &histIndex{h: h, byOp: make(map[int64]int, len(h.Attempts)), byScope: map[scope][]int{},
+		byIntent: map[string][]int{}, effScope: map[scope][]int{}, effInt: map[string][]int{}, aimed: map[int64][]int{}}
+	for i := range h.Attempts {
+		a := &h.Attempts[i]
+		x.byOp[a.Op] = i
+		s := scope{a.Tenant, a.Key}
+		x.byScope[s] = append(x.byScope[s], i)
+		x.byIntent[a.Intent] = append(x.byIntent[a.Intent], i)
+	}
+	for i, e := range h.Effects {
+		s := scope{e.Tenant, e.Key}
+		x.effScope[s] = append(x.effScope[s], i)
+		if e.Intent != "" {
+			x.effInt[e.Intent] = append(x.effInt[e.Intent], i)
+		}
+	}
+	// A heal closes the oldest open region of its kind: shared faults of one
+	// kind heal in the order they fired.
+	open := map[string][]int{}
+	for i, f := range h.Faults {
+		switch {
+		case f.Op != 0:
+			x.aimed[f.Op] = append(x.aimed[f.Op], i)
+		case f.Action == "heal":
+			if q := open[f.Kind]; len(q) > 0 {
+				r := &x.regions[q[0]]
+				r.end, r.healed = f.NS, true
+				open[f.Kind] = q[1:]
+			}
+		default:
+			open[f.Kind] = append(open[f.Kind], len(x.regions))
+			x.regions = append(x.regions, region{fault: i, start: f.NS, end: h.End})
+		}
+	}
+	return x
+}
+
+// fill computes the drawing of violation v into t.
+func (x *histIndex) fill(t *Timeline, v Violation) {
+	h := x.h
+	picked := x.pick(t, v)
+	if len(picked) == 0 {
+		t.Missing = "none of the violation's attempts is in the history"
+		return
+	}
+	slices.SortFunc(picked, func(a, b int) int {
+		return cmp.Or(cmp.Compare(h.Attempts[a].Invoke, h.Attempts[b].Invoke), cmp.Compare(h.Attempts[a].Op, h.Attempts[b].Op))
+	})
+
+	// The effects of every scope drawn, and of every intent drawn when the
+	// producer recorded intents.
+	seenEff := map[int]bool{}
+	var effects []int
+	addEff := func(is []int) {
+		for _, i := range is {
+			if !seenEff[i] {
+				seenEff[i] = true
+				effects = append(effects, i)
+			}
+		}
+	}
+	scopes := map[scope]bool{}
+	intents := map[string]bool{}
+	for _, i := range picked {
+		a := &h.Attempts[i]
+		if s := (scope{a.Tenant, a.Key}); !scopes[s] {
+			scopes[s] = true
+			// Keyless effects only identify a scope when there are no
+			// intents to tell them apart.
+			if a.Key != "" || !h.IntentsKnown {
+				addEff(x.effScope[s])
+			}
+		}
+		if h.IntentsKnown && !intents[a.Intent] {
+			intents[a.Intent] = true
+			addEff(x.effInt[a.Intent])
+		}
+	}
+	slices.Sort(effects)
+	if len(effects) > maxMarks {
+		t.OmittedMarks += len(effects) - maxMarks
+		effects = effects[:maxMarks]
+	}
+
+	// The window: from the first invoke to the last thing drawn.
+	start, end := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, i := range picked {
+		a := &h.Attempts[i]
+		start = min(start, a.Invoke)
+		end = max(end, a.End(h.End))
+		for _, f := range x.aimed[a.Op] {
+			end = max(end, h.Faults[f].NS)
+		}
+	}
+	for _, i := range effects {
+		end = max(end, h.Effects[i].NS)
+	}
+	pad := max((end-start)/25, int64(time.Millisecond))
+	t.StartNS, t.EndNS = max(start-pad, 0), end+pad
+	t.WidthMS = nsToMS(t.EndNS - t.StartNS)
+	rel := func(ns int64) float64 { return nsToMS(min(max(ns, t.StartNS), t.EndNS) - t.StartNS) }
+
+	// Lanes by client, rows packed greedily within a lane.
+	listed := map[int64]bool{}
+	for _, op := range v.Ops {
+		listed[op] = true
+	}
+	byClient := map[int][]int{}
+	var clients []int
+	for _, i := range picked {
+		c := h.Attempts[i].Client
+		if _, ok := byClient[c]; !ok {
+			clients = append(clients, c)
+		}
+		byClient[c] = append(byClient[c], i)
+	}
+	slices.Sort(clients)
+	rowOf := map[int64]int{}
+	for _, c := range clients {
+		lane := Lane{Client: c, Label: fmt.Sprintf("client %d", c), Row: t.Rows}
+		var rowEnds []int64
+		for _, i := range byClient[c] {
+			a := &h.Attempts[i]
+			row := slices.IndexFunc(rowEnds, func(e int64) bool { return e < a.Invoke })
+			if row < 0 {
+				row = len(rowEnds)
+				rowEnds = append(rowEnds, 0)
+			}
+			rowEnds[row] = a.End(h.End)
+			b := bar(a, h.End, rel)
+			b.Row = lane.Row + row
+			b.Listed = listed[a.Op]
+			rowOf[a.Op] = b.Row
+			lane.Bars = append(lane.Bars, b)
+		}
+		lane.Rows = len(rowEnds)
+		t.Rows += lane.Rows
+		t.Lanes = append(t.Lanes, lane)
+	}
+
+	// Faults: marks on the rows of the attempts they hit, regions that
+	// overlap the window.
+	for _, i := range picked {
+		for _, f := range x.aimed[h.Attempts[i].Op] {
+			fa := h.Faults[f]
+			if fa.Action == "heal" {
+				continue
+			}
+			at := rel(fa.NS)
+			m := FaultMark{Kind: fa.Kind, Op: fa.Op, Row: rowOf[fa.Op], StartMS: at, EndMS: at, Detail: string(fa.Detail)}
+			m.Tip = fmt.Sprintf("fault %s on op %d at %s ms", fa.Kind, fa.Op, fmtMS(at))
+			t.Faults = append(t.Faults, m)
+		}
+	}
+	for _, r := range x.regions {
+		if r.end < t.StartNS || r.start > t.EndNS {
+			continue
+		}
+		fa := h.Faults[r.fault]
+		m := FaultMark{Kind: fa.Kind, Row: -1, StartMS: rel(r.start), EndMS: rel(r.end), Region: true, Healed: r.healed, Detail: string(fa.Detail)}
+		m.Tip = fmt.Sprintf("fault %s from %s ms", fa.Kind, fmtMS(nsToMS(r.start-t.StartNS)))
+		if r.healed {
+			m.Tip += fmt.Sprintf(" to %s ms (healed)", fmtMS(nsToMS(r.end-t.StartNS)))
+		} else {
+			m.Tip += ", never healed"
+		}
+		t.Faults = append(t.Faults, m)
+	}
+	for i := range t.Faults {
+		if d := t.Faults[i].Detail; d != "" && d != "null" {
+			t.Faults[i].Tip += "\n" + d
+		}
+	}
+	if len(t.Faults) > maxMarks {
+		t.OmittedMarks += len(t.Faults) - maxMarks
+		t.Faults = t.Faults[:maxMarks]
+	}
+
+	for _, i := range effects {
+		e := h.Effects[i]
+		m := EffectMark{AtMS: rel(e.NS), Tenant: e.Tenant, Key: e.Key, Intent: e.Intent, Kind: e.Kind, ID: e.ID}
+		m.Tip = fmt.Sprintf("effect %s at %s ms (read by the oracle by then)\ntenant %s · key %s", e.ID, fmtMS(m.AtMS), e.Tenant, orNone(e.Key))
+		if e.Intent != "" {
+			m.Tip += " · intent " + e.Intent
+		}
+		t.Effects = append(t.Effects, m)
+	}
+}
+
+// pick returns the attempts to draw, by index: the listed ops, then the
+// violation's intent, then its (tenant, key) scope, then the other attempts
+// of every intent met so far, up to [MaxTimelineAttempts]; t.Omitted counts
+// the rest.
+func (x *histIndex) pick(t *Timeline, v Violation) []int {
+	h := x.h
+	seen := map[int]bool{}
+	var out []int
+	add := func(i int) {
+		if seen[i] {
+			return
+		}
+		seen[i] = true
+		if len(out) == MaxTimelineAttempts {
+			t.Omitted++
+			return
+		}
+		out = append(out, i)
+	}
+	for _, op := range v.Ops {
+		if i, ok := x.byOp[op]; ok {
+			add(i)
+		}
+	}
+	if v.Intent != "" && h.IntentsKnown {
+		for _, i := range x.byIntent[v.Intent] {
+			add(i)
+		}
+	}
+	// A keyless request has no scope: all a tenant's keyless requests
+	// would be noise. Its intent (above) stands in for it.
+	if v.Key != "" || !h.IntentsKnown {
+		for _, i := range x.byScope[scope{v.Tenant, v.Key}] {
+			add(i)
+		}
+	}
+	if h.IntentsKnown {
+		done := map[string]bool{v.Intent: true}
+		for n := 0; n < len(out); n++ {
+			in := h.Attempts[out[n]].Intent
+			if done[in] {
+				continue
+			}
+			done[in] = true
+			for _, i := range x.byIntent[in] {
+				add(i)
+			}
+		}
+	}
+	return out
+}
+
+func bar(a *history.Attempt, end int64, rel func(int64) float64) Bar {
+	b := Bar{Op: a.Op, Intent: a.Intent, Tenant: a.Tenant, Key: a.Key, Method: a.Method, Path: a.Path, Number: a.Number,
+		Client: a.Client, StartMS: rel(a.Invoke), EndMS: rel(a.End(end)), Open: !a.Done(), Outcome: a.Outcome.String(),
+		Error: a.Error, Preview: a.RespPreview}
+	b.Class = b.Outcome
+	if a.HasResp {
+		b.Status = a.Status
+		b.Class = fmt.Sprintf("s%dxx", min(max(a.Status/100, 1), 5))
+	}
+	var tip strings.Builder
+	fmt.Fprintf(&tip, "op %d · attempt %d · client %d\n", a.Op, a.Number, a.Client)
+	fmt.Fprintf(&tip, "intent %s · tenant %s · key %s\n", a.Intent, a.Tenant, orNone(a.Key))
+	if a.Method != "" || a.Path != "" {
+		fmt.Fprintf(&tip, "%s %s\n", a.Method, a.Path)
+	}
+	fmt.Fprintf(&tip, "%s → ", fmtMS(b.StartMS))
+	switch {
+	case b.Open:
+		tip.WriteString("end of history: no completion recorded (info)")
+	case a.HasResp:
+		fmt.Fprintf(&tip, "%s ms: %s, status %d", fmtMS(b.EndMS), b.Outcome, a.Status)
+	default:
+		fmt.Fprintf(&tip, "%s ms: %s", fmtMS(b.EndMS), b.Outcome)
+	}
+	if a.Error != "" {
+		tip.WriteString(" (" + a.Error + ")")
+	}
+	if a.HasResp {
+		fmt.Fprintf(&tip, "\nbody (%d bytes): %s", a.RespLen, a.RespPreview)
+	}
+	b.Tip = tip.String()
+	return b
+}
+
+// nsToMS converts to milliseconds rounded to the microsecond, so that the
+// data compares exactly in tests and prints short.
+func nsToMS(ns int64) float64 { return math.Round(float64(ns)/1e3) / 1e3 }
+
+func fmtMS(ms float64) string { return fmt.Sprintf("%.1f", ms) }
+
+func orNone(key string) string {
+	if key == "" {
+		return "(none)"
+	}
+	return key
+}

@@ -1,0 +1,374 @@
+package harness
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/idemchaos/idemchaos/checkers"
+	"github.com/idemchaos/idemchaos/harness/driver"
+	"github.com/idemchaos/idemchaos/harness/env"
+	"github.com/idemchaos/idemchaos/harness/oracle"
+	"github.com/idemchaos/idemchaos/harness/proxy"
+	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/scenarios"
+)
+
+// ErrSetup is wrapped by errors that stopped a run before it could judge
+// anything: the target did not start, a fault is unsupported, the oracle
+// could not be read. They are environment errors, not verdicts.
+var ErrSetup = errors.New("run setup")
+
+// Runner runs scenarios in one environment.
+type Runner struct {
+	// Local runs reference targets; External runs url targets.
+	Local    *env.Local
+	External *env.External
+	// HistoryDir keeps one history file per run ("" = the system temp dir).
+	HistoryDir string
+	// OnEvent sees every event recorded (progress displays). Must not block.
+	OnEvent func(*history.Event)
+	_       struct{}
+}
+
+// RunOptions say how to run one scenario.
+type RunOptions struct {
+	Seed int64
+	// Mutant overrides the reference target's mutant; "" keeps the
+	// scenario's, and [CorrectService] forces the correct service.
+	Mutant string
+	// Plans replaces generated plans (by step index), to replay or shrink.
+	Plans map[int]Plan
+	// HistoryPath names the history file ("" = a new file in HistoryDir).
+	HistoryPath string
+	_           struct{}
+}
+
+// CorrectService as [RunOptions.Mutant] runs the reference without a mutant.
+const CorrectService = "none"
+
+// StepOutcome is what one step did and found.
+type StepOutcome struct {
+	Name   string
+	Expect string // "clean" or an invariant name
+	Plan   Plan
+	Stats  driver.Stats
+	Result checkers.Result
+	// Met says the step's expectation held.
+	Met bool
+}
+
+// Outcome is the result of running a scenario once.
+type Outcome struct {
+	Scenario    *scenarios.Scenario
+	Seed        int64
+	Mutant      string
+	Steps       []StepOutcome
+	HistoryPath string
+	History     *history.History
+	Requests    int64
+	Elapsed     time.Duration
+}
+
+// Verdict is the worst verdict over the steps' checks.
+func (o *Outcome) Verdict() checkers.Verdict {
+	v := checkers.Pass
+	for _, s := range o.Steps {
+		v = max(v, s.Result.Verdict)
+	}
+	return v
+}
+
+// Met says every step's expectation held.
+func (o *Outcome) Met() bool {
+	for _, s := range o.Steps {
+		if !s.Met {
+			return false
+		}
+	}
+	return len(o.Steps) > 0
+}
+
+// Caught lists the invariants violated in any step, in canonical order.
+func (o *Outcome) Caught() []string {
+	seen := map[string]bool{}
+	for _, s := range o.Steps {
+		for _, r := range s.Result.Results {
+			if r.Verdict == checkers.Violated {
+				seen[r.Name] = true
+			}
+		}
+	}
+	var out []string
+	for _, n := range checkers.Names() {
+		if seen[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Run runs the scenario once: start the target, then each step's plan with
+// its faults, then read the effects and check. The history file is kept
+// whatever happens, including when ctx is cancelled.
+func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions) (*Outcome, error) {
+	start := time.Now()
+	mutant := ""
+	if s.Target.Reference != nil {
+		mutant = s.Target.Reference.Mutant
+	}
+	switch opts.Mutant {
+	case "":
+	case CorrectService:
+		mutant = ""
+	default:
+		mutant = opts.Mutant
+	}
+	out := &Outcome{Scenario: s, Seed: opts.Seed, Mutant: mutant}
+	steps := s.EffectiveSteps()
+	built := make([][]builtFault, len(steps))
+	for i := range steps {
+		fs, err := buildFaults(s, i)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+		}
+		built[i] = fs
+	}
+	t, err := r.startTarget(ctx, s, mutant)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	defer t.close(context.WithoutCancel(ctx))
+
+	path, f, err := r.historyFile(s, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	defer f.Close()
+	out.HistoryPath = path
+	rec, err := driver.NewRecorder(history.NewWriter(f), s.Name, opts.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	if r.OnEvent != nil {
+		rec.OnEvent(r.OnEvent)
+	}
+	defer rec.Flush()
+	w := &world{proxies: r.proxies(), t: t, hooks: s.Hooks, rec: rec, rng: newLockedRand(opts.Seed)}
+	if r.Local != nil && s.Target.Reference != nil {
+		w.standby = r.Local.Standby()
+	}
+	ora := r.oracleFor(s, t)
+	recorded := map[string]bool{}
+	checker, keep, err := checkerFor(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	// A user's service remembers every key it ever saw: keys carry the
+	// scenario's name and a nonce of this run, so neither another scenario
+	// nor an earlier run can collide with them. The reference starts from an
+	// empty database every run, so its keys stay the same for a seed.
+	keyPrefix := ""
+	if s.Target.Reference == nil {
+		keyPrefix = fmt.Sprintf("%s-%s-", s.Name, runNonce())
+	}
+	var prev Plan
+	for i, st := range steps {
+		if st.Wait > 0 && !sleepCtx(ctx, st.Wait) {
+			break
+		}
+		tr := stepTraffic(s, st)
+		plan, ok := opts.Plans[i]
+		switch {
+		case ok:
+		case st.Callbacks != nil:
+			if err := rec.Flush(); err != nil {
+				return out, err
+			}
+			if plan, err = callbackPlan(path, s.Endpoint.Path, *st.Callbacks, opts.Seed+int64(i)); err != nil {
+				return out, fmt.Errorf("%w: %w", ErrSetup, err)
+			}
+		case st.Resend && i > 0:
+			plan = resendPlan(prev)
+		default:
+			plan = generatePlan(opts.Seed+int64(i), tr, s.Endpoint, built[i], tenantsOf(s), stepPrefix(i), keyPrefix)
+		}
+		prev = plan
+		t.tokens = withProvider(s.Endpoint.Tokens, st.Callbacks)
+		stats, stopFaults, err := r.runStep(ctx, w, t, tr, s, plan, built[i])
+		out.Requests += stats.Requests
+		so := StepOutcome{Name: st.Name, Expect: expectOf(st), Plan: plan, Stats: stats}
+		if err == nil {
+			err = recordEffects(ctx, ora, rec, recorded)
+		}
+		if ferr := stopFaults(); err == nil {
+			err = ferr
+		}
+		if err != nil {
+			return out, fmt.Errorf("%w: %w", ErrSetup, err)
+		}
+		if err := rec.Flush(); err != nil {
+			return out, err
+		}
+		h, err := loadHistory(path, keep)
+		if err != nil {
+			return out, err
+		}
+		out.History = h
+		so.Result = checker.Check(h, h.Effects)
+		so.Met = expectationMet(so.Expect, so.Result)
+		out.Steps = append(out.Steps, so)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	out.Elapsed = time.Since(start)
+	return out, ctx.Err()
+}
+
+func (r *Runner) proxies() proxy.Server {
+	if r.Local != nil {
+		return r.Local.Proxies()
+	}
+	return r.External.Proxies()
+}
+
+func (r *Runner) startTarget(ctx context.Context, s *scenarios.Scenario, mutant string) (*target, error) {
+	tokens := s.Endpoint.Tokens
+	if s.Target.Reference != nil {
+		if r.Local == nil {
+			return nil, errors.New("a reference target needs the local environment")
+		}
+		return startReference(ctx, r.Local, *s.Target.Reference, mutant, tokens)
+	}
+	if r.External == nil {
+		return nil, errors.New("a url target needs the external environment")
+	}
+	return startExternal(r.External, &s.Target, s.Effects.DSN, tokens), nil
+}
+
+func (r *Runner) oracleFor(s *scenarios.Scenario, t *target) oracle.Oracle {
+	switch s.Effects.Oracle {
+	case "reference":
+		drain := time.Duration(0)
+		if s.Target.Reference != nil && s.Target.Reference.Consumer {
+			drain = 10*time.Second + s.Target.Reference.VisibilityTimeout
+		}
+		return oracle.Reference(t.dsn, drain)
+	case "sql":
+		return oracle.SQL(s.Effects.DSN, s.Effects.Query)
+	case "http":
+		return oracle.HTTP(s.Effects.URL, s.Effects.Items, s.Effects.Tenant, s.Effects.Key, s.Effects.ID)
+	}
+	return nil
+}
+
+func (r *Runner) historyFile(s *scenarios.Scenario, opts RunOptions) (string, *os.File, error) {
+	if opts.HistoryPath != "" {
+		f, err := os.Create(opts.HistoryPath)
+		return opts.HistoryPath, f, err
+	}
+	dir := r.HistoryDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(s.Name)
+	f, err := os.CreateTemp(dir, fmt.Sprintf("%s-seed%d-*.jsonl", name, opts.Seed))
+	if err != nil {
+		return "", nil, err
+	}
+	return filepath.Clean(f.Name()), f, nil
+}
+
+func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder, seen map[string]bool) error {
+	if ora == nil {
+		return nil
+	}
+	fx, err := ora.Effects(ctx)
+	if err != nil {
+		return err
+	}
+	for _, e := range fx {
+		if seen[e.ID] {
+			continue
+		}
+		seen[e.ID] = true
+		if err := rec.Effect(e.Tenant, e.Key, e.Intent, e.ID, e.Kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loadHistory(path string, keep []string) (*history.History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return history.Load(f, history.LoadOptions{KeepHeaders: keep})
+}
+
+func expectOf(st scenarios.Step) string {
+	if st.Expect == "" {
+		return "clean"
+	}
+	return st.Expect
+}
+
+// expectationMet: "clean" wants no violation and no unknown; an invariant
+// name wants that invariant violated.
+func expectationMet(expect string, r checkers.Result) bool {
+	if expect == "clean" {
+		return r.Verdict == checkers.Pass
+	}
+	for _, p := range r.Results {
+		if p.Name == expect && p.Verdict == checkers.Violated {
+			return true
+		}
+	}
+	return false
+}
+
+func stepPrefix(i int) string {
+	if i == 0 {
+		return ""
+	}
+	return fmt.Sprintf("s%d", i+1)
+}
+
+func resendPlan(prev Plan) Plan {
+	p := Plan{Seed: prev.Seed}
+	for _, in := range prev.Intents {
+		in.At, in.Faults, in.Clicks = 0, nil, 0
+		p.Intents = append(p.Intents, in)
+	}
+	return p
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// runNonce is a short random tag for one run against a user's service.
+func runNonce() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

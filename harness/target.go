@@ -1,0 +1,149 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemchaos/idemchaos/harness/env"
+	"github.com/idemchaos/idemchaos/harness/proc"
+	"github.com/idemchaos/idemchaos/reference"
+	"github.com/idemchaos/idemchaos/scenarios"
+)
+
+// target is a started system under test: where clients send traffic, where
+// the service really is, and how to reach its processes and its effects.
+type target struct {
+	clientURL  string // through the service proxy: what the driver uses
+	serviceURL string // the service itself, behind no fault
+	svcProxy   string // name of the service proxy
+	dbProxy    string // name of the database proxy ("" for none)
+	dsn        string // direct DSN for the effect oracle ("" for none)
+	tokens     map[string]string
+
+	service  *proc.Process
+	consumer *proc.Process
+	debugURL map[string]string // process → base URL of its failpoint endpoint
+	close    func(ctx context.Context) error
+}
+
+var targetSeq atomic.Int64
+
+// startReference starts a fresh reference service (and consumer) with its
+// own database in the local environment: every run starts from nothing.
+func startReference(ctx context.Context, local *env.Local, spec scenarios.ReferenceTarget, mutant string, tokens map[string]string) (*target, error) {
+	n := targetSeq.Add(1)
+	db := fmt.Sprintf("run_%d_%d", os.Getpid(), n)
+	dsn, err := local.Primary().CreateDatabase(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("reference target: %w", err)
+	}
+	if err := reference.Migrate(ctx, dsn); err != nil {
+		return nil, fmt.Errorf("reference target: %w", err)
+	}
+	proxied, err := local.ProxiedDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	t := &target{dsn: dsn, dbProxy: env.DatabaseProxy, tokens: tokens, debugURL: map[string]string{}}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	t.serviceURL = "http://" + addr
+	byToken := make(map[string]string, len(tokens))
+	for tenant, tok := range tokens {
+		byToken[tok] = tenant
+	}
+	serve := childSpec{Role: "serve", DSN: proxied, Addr: addr, Mutant: mutant, Lease: spec.Lease,
+		Retention: spec.Retention, RetryWindow: spec.RetryWindow, Tokens: byToken}
+	// The correct service never reads the replica; only the replica-read
+	// mutant does, so it gets one whenever the environment has a standby.
+	if sb := local.Standby(); sb != nil {
+		serve.ReplicaDSN = sb.DSNFor(db)
+	} else if spec.Replica || mutant == "replica-read" {
+		return nil, errors.New("reference target: a replica is needed but the environment has no standby")
+	}
+	if t.service, err = startChild(ctx, local, serve, proc.HTTPReady(t.serviceURL+"/healthz")); err != nil {
+		return nil, fmt.Errorf("reference target: start service: %w", err)
+	}
+	t.debugURL["service"] = t.serviceURL
+	if spec.Consumer {
+		cport, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		caddr := "127.0.0.1:" + strconv.Itoa(cport)
+		consume := childSpec{Role: "consume", DSN: proxied, Addr: caddr, Mutant: mutant,
+			VisibilityTimeout: spec.VisibilityTimeout, PollInterval: 20 * time.Millisecond}
+		if t.consumer, err = startChild(ctx, local, consume, proc.HTTPReady("http://"+caddr+"/debug/failpoints")); err != nil {
+			_ = t.service.Stop(ctx)
+			return nil, fmt.Errorf("reference target: start consumer: %w", err)
+		}
+		t.debugURL["consumer"] = "http://" + caddr
+	}
+	t.svcProxy = "svc-" + db
+	listen, err := local.Proxies().CreateProxy(ctx, t.svcProxy, "", addr)
+	if err != nil {
+		return nil, fmt.Errorf("reference target: %w", err)
+	}
+	t.clientURL = "http://" + listen
+	t.close = func(ctx context.Context) error {
+		errs := []error{local.Proxies().RemoveProxy(ctx, t.svcProxy)}
+		for _, p := range []*proc.Process{t.service, t.consumer} {
+			if p != nil {
+				errs = append(errs, p.Stop(ctx))
+			}
+		}
+		// The database goes with the cluster; dropping it here would only
+		// add time to every run.
+		return errors.Join(errs...)
+	}
+	return t, nil
+}
+
+func startChild(ctx context.Context, local *env.Local, spec childSpec, ready proc.Ready) (*proc.Process, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	kv, err := childEnvValue(spec)
+	if err != nil {
+		return nil, err
+	}
+	return local.StartProcess(ctx, proc.Spec{Path: exe, Env: []string{kv}, Ready: ready,
+		ReadyTimeout: 20 * time.Second, StopGrace: 2 * time.Second})
+}
+
+// startExternal wraps a user's service already behind the external env's proxy.
+func startExternal(ext *env.External, tgt *scenarios.Target, dsn string, tokens map[string]string) *target {
+	return &target{clientURL: ext.ServiceURL(), serviceURL: tgt.URL, svcProxy: env.ServiceProxy,
+		dbProxy: dbProxyName(ext), dsn: dsn, tokens: tokens, debugURL: map[string]string{},
+		close: func(context.Context) error { return nil }}
+}
+
+func dbProxyName(ext *env.External) string {
+	if ext.DatabaseProxyAddr() == "" {
+		return ""
+	}
+	return env.DatabaseProxy
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// debugClient talks to failpoint and purge endpoints: loopback, short.
+var debugClient = &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}

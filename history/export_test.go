@@ -1,0 +1,45 @@
+package history
+
+import (
+	"errors"
+	"io"
+)
+
+// LoadByEvents exposes loadByEvents to the external tests.
+var LoadByEvents = loadByEvents
+
+// loadByEvents is Load without the direct path: every line is decoded into
+// an Event by the Reader and applied by History.add. The direct path must
+// give exactly the same History, and exactly the same errors.
+func loadByEvents(r io.Reader, keep []string) (*History, error) {
+	if keep == nil {
+		keep = DefaultKeepHeaders
+	}
+	h := &History{}
+	rd := NewReader(r)
+	l := newLoader(h, keep)
+	var e Event
+	for {
+		err := rd.Next(&e)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.Is(err, ErrTruncated) {
+			h.Truncated = true
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		l.count(e.NS)
+		if err := h.add(&e, l); err != nil {
+			return nil, &LineError{Line: rd.Line(), Msg: err.Error()}
+		}
+	}
+	l.finish()
+	h.Skipped = rd.Skipped
+	if h.Events == 0 {
+		return nil, &LineError{Line: rd.Line() + 1, Msg: `empty history: expected a meta event {"type":"meta","v":1,...}`}
+	}
+	return h, nil
+}

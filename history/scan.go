@@ -1,0 +1,279 @@
+package history
+
+import (
+	"bytes"
+	"slices"
+	"unicode/utf8"
+)
+
+// scanner reads the fields of one history line straight from its bytes, for
+// [Load]'s direct path. It understands a strict subset of what the JSON
+// parser accepts (keys without escapes, integers without exponent, the
+// common string escapes) and reports ok=false for anything else, so that
+// the line goes through the parser and the reference decoder instead, which
+// either produce the same result or the error. It never builds a tree and
+// never copies a string without escapes.
+type scanner struct {
+	line []byte
+	esc  []byte // unescaped strings of the current line
+}
+
+// tok is one value of the line: its kind and where it lies. For a string,
+// start and end bound its content, without the quotes.
+type tok struct {
+	kind       byte // 0 absent, '"' string, 'n' number, '{' object, '[' array, 'l' true, false or null
+	null       bool
+	start, end int
+}
+
+const maxScanDepth = 64
+
+func isWS(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+
+func (s *scanner) ws(i int) int {
+	for i < len(s.line) && isWS(s.line[i]) {
+		i++
+	}
+	return i
+}
+
+// str scans the string that opens at i; it returns the index after it.
+// Whether the content has escapes is left to [scanner.text], which is only
+// asked for the strings a History keeps.
+func (s *scanner) str(i int) (tok, int, bool) {
+	t := tok{kind: '"', start: i + 1}
+	j := i + 1
+	for {
+		q := bytes.IndexByte(s.line[j:], '"')
+		if q < 0 {
+			return t, 0, false
+		}
+		q += j
+		if q == t.start || s.line[q-1] != '\\' {
+			t.end = q
+			return t, q + 1, true
+		}
+		k := q - 1
+		for k > t.start && s.line[k-1] == '\\' {
+			k--
+		}
+		if (q-k)%2 == 0 {
+			t.end = q
+			return t, q + 1, true
+		}
+		j = q + 1
+	}
+}
+
+// value scans the value at i (after white space) and returns the index
+// after it.
+func (s *scanner) value(i, depth int) (tok, int, bool) {
+	if i >= len(s.line) || depth > maxScanDepth {
+		return tok{}, 0, false
+	}
+	switch c := s.line[i]; {
+	case c == '"':
+		return s.str(i)
+	case c == '{':
+		end, ok := s.members(i, depth+1, nil)
+		return tok{kind: '{', start: i, end: end}, end, ok
+	case c == '[':
+		j := s.ws(i + 1)
+		if j < len(s.line) && s.line[j] == ']' {
+			return tok{kind: '[', start: i, end: j + 1}, j + 1, true
+		}
+		for {
+			_, j2, ok := s.value(j, depth+1)
+			if !ok {
+				return tok{}, 0, false
+			}
+			j = s.ws(j2)
+			if j >= len(s.line) {
+				return tok{}, 0, false
+			}
+			if s.line[j] == ']' {
+				return tok{kind: '[', start: i, end: j + 1}, j + 1, true
+			}
+			if s.line[j] != ',' {
+				return tok{}, 0, false
+			}
+			j = s.ws(j + 1)
+		}
+	case c == 't' || c == 'f' || c == 'n':
+		for _, lit := range [...]string{"true", "false", "null"} {
+			if end := i + len(lit); end <= len(s.line) && string(s.line[i:end]) == lit {
+				return tok{kind: 'l', null: lit == "null", start: i, end: end}, end, true
+			}
+		}
+		return tok{}, 0, false
+	case c == '-' || (c >= '0' && c <= '9'):
+		j := i
+		for j < len(s.line) && (s.line[j] >= '0' && s.line[j] <= '9' || s.line[j] == '.' || s.line[j] == '-' || s.line[j] == 'e' || s.line[j] == 'E' || s.line[j] == '+') {
+			j++
+		}
+		return tok{kind: 'n', start: i, end: j}, j, true
+	}
+	return tok{}, 0, false
+}
+
+// members scans the object that opens at i and returns the index after it.
+// When f is nil, member values are scanned by value; otherwise f scans each
+// value itself (it is called with the key and the index of the value's first
+// byte) and returns the index after it, which lets a caller read nested
+// objects in the same pass. A key with an escape, or f reporting ok=false,
+// ends the scan with ok=false.
+func (s *scanner) members(i, depth int, f func(key []byte, at int) (int, bool)) (int, bool) {
+	if depth > maxScanDepth {
+		return 0, false
+	}
+	j := s.ws(i + 1)
+	if j < len(s.line) && s.line[j] == '}' {
+		return j + 1, true
+	}
+	for {
+		if j >= len(s.line) || s.line[j] != '"' {
+			return 0, false
+		}
+		k, j2, ok := s.str(j)
+		if !ok || bytes.IndexByte(s.line[k.start:k.end], '\\') >= 0 {
+			return 0, false
+		}
+		j = s.ws(j2)
+		if j >= len(s.line) || s.line[j] != ':' {
+			return 0, false
+		}
+		var j3 int
+		if f == nil {
+			_, j3, ok = s.value(s.ws(j+1), depth)
+		} else {
+			j3, ok = f(s.line[k.start:k.end], s.ws(j+1))
+		}
+		if !ok {
+			return 0, false
+		}
+		j = s.ws(j3)
+		if j >= len(s.line) {
+			return 0, false
+		}
+		if s.line[j] == '}' {
+			return j + 1, true
+		}
+		if s.line[j] != ',' {
+			return 0, false
+		}
+		j = s.ws(j + 1)
+	}
+}
+
+// text returns the content of a string token, unescaped. ok is false for an
+// escape this scanner leaves to the parser (a surrogate, an unknown or
+// malformed escape).
+func (s *scanner) text(t tok) ([]byte, bool) {
+	raw := s.line[t.start:t.end]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw, true
+	}
+	start := len(s.esc)
+	s.esc = slices.Grow(s.esc, len(raw))
+	for len(raw) > 0 {
+		// Runs between escapes are short in JSON bodies: a plain loop beats
+		// a call per run.
+		n := 0
+		for n < len(raw) && raw[n] != '\\' {
+			n++
+		}
+		s.esc = append(s.esc, raw[:n]...)
+		if n == len(raw) {
+			break
+		}
+		if n+1 >= len(raw) {
+			return nil, false
+		}
+		c := raw[n+1]
+		raw = raw[n+2:]
+		switch c {
+		case '"', '\\', '/':
+			s.esc = append(s.esc, c)
+		case 'b':
+			s.esc = append(s.esc, '\b')
+		case 'f':
+			s.esc = append(s.esc, '\f')
+		case 'n':
+			s.esc = append(s.esc, '\n')
+		case 'r':
+			s.esc = append(s.esc, '\r')
+		case 't':
+			s.esc = append(s.esc, '\t')
+		case 'u':
+			if len(raw) < 4 {
+				return nil, false
+			}
+			var r rune
+			for _, h := range raw[:4] {
+				switch {
+				case h >= '0' && h <= '9':
+					r = r<<4 | rune(h-'0')
+				case h >= 'a' && h <= 'f':
+					r = r<<4 | rune(h-'a'+10)
+				case h >= 'A' && h <= 'F':
+					r = r<<4 | rune(h-'A'+10)
+				default:
+					return nil, false
+				}
+			}
+			if r >= 0xd800 && r < 0xe000 {
+				return nil, false // a surrogate: the parser pairs them
+			}
+			s.esc = utf8.AppendRune(s.esc, r)
+			raw = raw[4:]
+		default:
+			return nil, false
+		}
+	}
+	return s.esc[start:], true
+}
+
+// optStr reads an optional string field: absent or null is empty.
+func (s *scanner) optStr(t tok) ([]byte, bool) {
+	switch {
+	case t.kind == 0 || t.null:
+		return nil, true
+	case t.kind == '"':
+		return s.text(t)
+	}
+	return nil, false
+}
+
+// reqInt reads a required integer field.
+func (s *scanner) reqInt(t tok) (int64, bool) {
+	if t.kind != 'n' {
+		return 0, false
+	}
+	b := s.line[t.start:t.end]
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// optInt reads an optional integer field: absent or null is 0.
+func (s *scanner) optInt(t tok) (int64, bool) {
+	if t.kind == 0 || t.null {
+		return 0, true
+	}
+	return s.reqInt(t)
+}

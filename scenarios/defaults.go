@@ -1,0 +1,166 @@
+package scenarios
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/idemchaos/idemchaos/checkers"
+)
+
+// The defaults the loader fills in, as the README documents them.
+const (
+	defaultMethod    = http.MethodPost
+	defaultPath      = "/v1/orders"
+	defaultKeyHeader = "Idempotency-Key"
+	defaultProfile   = "ietf"
+	defaultClient    = "correct"
+	// defaultBody is the body template when a scenario sets none.
+	defaultBody = `{"sku":"{{sku}}","qty":{{qty}},"amount":{{amount}}}`
+)
+
+// defaultTraffic is the traffic of a scenario that says nothing about it.
+var defaultTraffic = Traffic{
+	Intents: 20, Tenants: 2, Concurrency: 8, Spread: 200 * time.Millisecond,
+	Client: defaultClient,
+	Retry: Retry{
+		MaxAttempts: 5, Base: 25 * time.Millisecond, Max: 500 * time.Millisecond,
+		MaxRetryAfter: 2 * time.Second,
+	},
+	Timeout: 2 * time.Second, Deadline: 30 * time.Second, MaxRequests: 2000,
+}
+
+// fillDefaults fills every field a file left unset; see the field docs.
+func (s *Scenario) fillDefaults(file string) {
+	if s.Name == "" {
+		s.Name = defaultName(file)
+	}
+	e := &s.Endpoint
+	e.Method = or(e.Method, defaultMethod)
+	e.Path = or(e.Path, defaultPath)
+	e.KeyHeader = or(e.KeyHeader, defaultKeyHeader)
+	if e.Body == "" {
+		e.Body = defaultBody
+	}
+	if !hasHeader(e.Headers, "Content-Type") {
+		if e.Headers == nil {
+			e.Headers = map[string]string{}
+		}
+		e.Headers["Content-Type"] = "application/json"
+	}
+	tenants := 0
+	if len(e.Tokens) > 0 {
+		tenants = len(e.Tokens)
+	}
+	s.Traffic.fill(tenants)
+	need := s.Traffic.Tenants
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		if st.Traffic == nil {
+			st.Traffic = new(Traffic)
+			*st.Traffic = s.Traffic
+		}
+		st.Traffic.fill(tenants)
+		need = max(need, st.Traffic.Tenants)
+		if st.Name == "" {
+			st.Name = fmt.Sprintf("step-%d", i+1)
+		}
+		if st.Expect == "" {
+			st.Expect = "clean"
+		}
+		fillWhen(st.Faults)
+	}
+	if len(e.Tokens) == 0 {
+		e.Tokens = make(map[string]string, need)
+		for i := 1; i <= need; i++ {
+			e.Tokens[fmt.Sprintf("t%d", i)] = fmt.Sprintf("tok-t%d", i)
+		}
+	}
+	s.Contract.fill()
+	fillWhen(s.Faults)
+	if r := s.Target.Reference; r != nil {
+		r.Lease = orDur(r.Lease, time.Second)
+		r.Retention = orDur(r.Retention, 24*time.Hour)
+		r.RetryWindow = orDur(r.RetryWindow, time.Hour)
+		r.VisibilityTimeout = orDur(r.VisibilityTimeout, time.Second)
+		if s.Effects.Oracle == "" {
+			s.Effects.Oracle = "reference"
+		}
+	}
+	if len(s.Invariants) == 0 {
+		for _, n := range checkers.Names() {
+			s.Invariants = append(s.Invariants, Invariant{Name: n})
+		}
+	}
+}
+
+// fill sets the unset fields of a traffic; tokens is the number of tenant
+// tokens the endpoint names (0: none), the default tenant count.
+func (tr *Traffic) fill(tokens int) {
+	d := defaultTraffic
+	if tokens > 0 {
+		d.Tenants = tokens
+	}
+	tr.Intents = orInt(tr.Intents, d.Intents)
+	tr.Tenants = orInt(tr.Tenants, d.Tenants)
+	tr.Concurrency = orInt(tr.Concurrency, d.Concurrency)
+	tr.Spread = orDur(tr.Spread, d.Spread)
+	tr.Client = or(tr.Client, d.Client)
+	tr.Retry.MaxAttempts = orInt(tr.Retry.MaxAttempts, d.Retry.MaxAttempts)
+	tr.Retry.Base = orDur(tr.Retry.Base, d.Retry.Base)
+	tr.Retry.Max = orDur(tr.Retry.Max, d.Retry.Max)
+	tr.Retry.MaxRetryAfter = orDur(tr.Retry.MaxRetryAfter, d.Retry.MaxRetryAfter)
+	tr.Timeout = orDur(tr.Timeout, d.Timeout)
+	tr.Deadline = orDur(tr.Deadline, d.Deadline)
+	tr.MaxRequests = orInt(tr.MaxRequests, d.MaxRequests)
+}
+
+// fill resolves the profile: custom when codes were given without one,
+// and the codes of a built-in profile.
+func (c *Contract) fill() {
+	if c.Profile == "" {
+		c.Profile = defaultProfile
+		if c.MissingKey != 0 || c.Reuse != 0 || c.InFlight != 0 {
+			c.Profile = "custom"
+		}
+	}
+	if p, err := checkers.ProfileByName(c.Profile); err == nil {
+		c.MissingKey, c.Reuse, c.InFlight = p.MissingKey, p.Reuse, p.InFlight
+	}
+}
+
+func fillWhen(fs []FaultSpec) {
+	for i := range fs {
+		fs[i].When.Attempt = orInt(fs[i].When.Attempt, 1)
+	}
+}
+
+func hasHeader(h map[string]string, name string) bool {
+	for k := range h {
+		if http.CanonicalHeaderKey(k) == name {
+			return true
+		}
+	}
+	return false
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func orInt(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+func orDur(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}

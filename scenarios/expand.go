@@ -1,0 +1,51 @@
+package scenarios
+
+import (
+	"os"
+	"regexp"
+	"strings"
+)
+
+// expandKeys are the values in which ${VAR} is replaced from the
+// environment: the addresses that are only known where the scenario runs
+// (a CI job's database, a port picked at start-up). Nowhere else: a body
+// or a hook command with a literal "${" must stay as written.
+var expandKeys = []string{"/target/url", "/effects/dsn", "/effects/url"}
+
+// envRef matches ${NAME} and ${NAME:-default}, the shell's forms.
+var envRef = regexp.MustCompile(`\$\{([^}:]*)(:-([^}]*))?\}`)
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// expandEnv replaces ${NAME} (and ${NAME:-default}, the default applying
+// when NAME is unset or empty) in the values of [expandKeys]. A variable
+// that is unset and has no default is an error at the value's position:
+// an empty DSN or URL would fail later, and less clearly.
+func (t *tree) expandEnv() {
+	for _, p := range expandKeys {
+		s, ok := t.str(p)
+		if !ok || !strings.Contains(s, "${") {
+			continue
+		}
+		out := envRef.ReplaceAllStringFunc(s, func(ref string) string {
+			m := envRef.FindStringSubmatch(ref)
+			name, hasDefault, def := m[1], m[2] != "", m[3]
+			if !envName.MatchString(name) {
+				t.errorf(t.posOf(p), "%s: %q is not an environment variable reference (want ${NAME} or ${NAME:-default})", t.where(p), ref)
+				return ref
+			}
+			if v, set := os.LookupEnv(name); set && v != "" {
+				return v
+			}
+			if !hasDefault {
+				t.errorf(t.posOf(p), "%s: environment variable %s is not set (or write ${%s:-default})", t.where(p), name, name)
+				return ref
+			}
+			return def
+		})
+		parent, _ := t.get(p[:strings.LastIndexByte(p, '/')])
+		if m, ok := parent.(map[string]any); ok {
+			m[p[strings.LastIndexByte(p, '/')+1:]] = out
+		}
+	}
+}

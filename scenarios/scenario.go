@@ -1,0 +1,235 @@
+package scenarios
+
+import (
+	"time"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+// Scenario is one YAML scenario file, decoded and validated, defaults filled
+// in. The README's "Write your first scenario" documents every field; get
+// one from [Load] or [Parse], which fill the defaults each field names.
+type Scenario struct {
+	// File is where the scenario was loaded from ("" for inline scenarios).
+	File string `yaml:"-" json:"-"`
+	// Name names the scenario in reports and histories (default: the file
+	// name without its extension).
+	Name        string `yaml:"name" json:"name"`
+	Description string `yaml:"description" json:"description,omitempty"`
+
+	Target     Target      `yaml:"target" json:"target"`
+	Endpoint   Endpoint    `yaml:"endpoint" json:"endpoint"`
+	Contract   Contract    `yaml:"contract" json:"contract"`
+	Traffic    Traffic     `yaml:"traffic" json:"traffic"`
+	Faults     []FaultSpec `yaml:"faults" json:"faults,omitempty"`
+	Effects    Effects     `yaml:"effects" json:"effects"`
+	Invariants []Invariant `yaml:"invariants" json:"invariants"`
+	Hooks      Hooks       `yaml:"hooks" json:"hooks,omitempty"`
+	// Steps run in order; each may override traffic and faults and say what
+	// it expects. A scenario without steps is one step: traffic + faults,
+	// expecting clean (see [Scenario.EffectiveSteps]).
+	Steps []Step `yaml:"steps" json:"steps,omitempty"`
+
+	_ struct{}
+}
+
+// Target is the system under test: the bundled reference (optionally one of
+// its mutants) or a user's service URL.
+type Target struct {
+	// Reference runs the bundled reference service in the local environment.
+	Reference *ReferenceTarget `yaml:"reference" json:"reference,omitempty"`
+	// URL is a user's service (the external environment).
+	URL string `yaml:"url" json:"url,omitempty"`
+	// AllowRemote permits a non-loopback URL.
+	AllowRemote bool `yaml:"allow_remote" json:"allow_remote,omitempty"`
+	_           struct{}
+}
+
+// ReferenceTarget configures the reference service for a scenario.
+type ReferenceTarget struct {
+	// Mutant switches on one known pitfall ("" = the correct service).
+	Mutant string `yaml:"mutant" json:"mutant,omitempty"`
+	// Lease is how long 'processing' blocks duplicates (default 1s in scenarios).
+	Lease time.Duration `yaml:"lease" json:"lease,omitempty"`
+	// Retention and RetryWindow are the record retention and the clients'
+	// retry window (defaults 24h and 1h).
+	Retention   time.Duration `yaml:"retention" json:"retention,omitempty"`
+	RetryWindow time.Duration `yaml:"retry_window" json:"retry_window,omitempty"`
+	// Consumer starts the outbox consumer process.
+	Consumer bool `yaml:"consumer" json:"consumer,omitempty"`
+	// VisibilityTimeout is the consumer's redelivery delay (default 1s).
+	VisibilityTimeout time.Duration `yaml:"visibility_timeout" json:"visibility_timeout,omitempty"`
+	// Replica starts a streaming standby and passes it to the service.
+	Replica bool `yaml:"replica" json:"replica,omitempty"`
+	_       struct{}
+}
+
+// Endpoint is the request every intent sends.
+type Endpoint struct {
+	Method string `yaml:"method" json:"method"` // default POST
+	Path   string `yaml:"path" json:"path"`     // default /v1/orders
+	// KeyHeader is the idempotency key header (default Idempotency-Key).
+	KeyHeader string            `yaml:"key_header" json:"key_header"`
+	Headers   map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// Body is a template: {{intent}}, {{tenant}}, {{n}}, {{sku}}, {{qty}},
+	// {{amount}} and {{uuid}} are filled per intent from the run's seed.
+	Body string `yaml:"body" json:"body"`
+	// Tokens maps tenant → bearer token (default t1..tN → tok-t1..tok-tN,
+	// N the largest tenants of the scenario and its steps).
+	Tokens map[string]string `yaml:"tokens" json:"tokens,omitempty"`
+	_      struct{}
+}
+
+// Contract is the status-code profile checkers judge by (see
+// [Scenario.Profile]). After loading, the codes are filled in for the
+// built-in profiles too.
+type Contract struct {
+	// Profile is ietf (default), stripe or custom (the default when any
+	// code is set; custom needs Reuse and InFlight, MissingKey 0 meaning
+	// requests without a key execute).
+	Profile    string `yaml:"profile" json:"profile"`
+	MissingKey int    `yaml:"missing_key" json:"missing_key,omitempty"`
+	Reuse      int    `yaml:"reuse" json:"reuse,omitempty"`
+	InFlight   int    `yaml:"in_flight" json:"in_flight,omitempty"`
+	_          struct{}
+}
+
+// Traffic shapes the generated plan.
+type Traffic struct {
+	Intents     int           `yaml:"intents" json:"intents"`         // default 20
+	Tenants     int           `yaml:"tenants" json:"tenants"`         // default 2, or len(endpoint.tokens)
+	Concurrency int           `yaml:"concurrency" json:"concurrency"` // default 8
+	Spread      time.Duration `yaml:"spread" json:"spread"`           // intents start within this window (default 200ms)
+	// Rates, each in [0,1], of intents that are:
+	Duplicates float64 `yaml:"duplicates" json:"duplicates"`   // submitted again later, same key and body
+	Collisions float64 `yaml:"collisions" json:"collisions"`   // a byte-identical body of an earlier intent (a legit second purchase)
+	Reuse      float64 `yaml:"reuse" json:"reuse"`             // an earlier intent's key with a different body
+	SharedKeys float64 `yaml:"shared_keys" json:"shared_keys"` // the same key as an intent of another tenant
+	// Client is correct (default), key-per-attempt or retry-4xx.
+	Client      string        `yaml:"client" json:"client"`
+	Retry       Retry         `yaml:"retry" json:"retry"`
+	Timeout     time.Duration `yaml:"timeout" json:"timeout"`           // per attempt (default 2s)
+	Deadline    time.Duration `yaml:"deadline" json:"deadline"`         // whole step (default 30s)
+	MaxRequests int           `yaml:"max_requests" json:"max_requests"` // whole step (default 2000)
+	_           struct{}
+}
+
+// Retry is the client's retry policy (defaults: max_attempts 5, base
+// 25ms, max 500ms, max_retry_after 2s).
+type Retry struct {
+	MaxAttempts   int           `yaml:"max_attempts" json:"max_attempts"`
+	Base          time.Duration `yaml:"base" json:"base"`
+	Max           time.Duration `yaml:"max" json:"max"`
+	MaxRetryAfter time.Duration `yaml:"max_retry_after" json:"max_retry_after"`
+	_             struct{}
+}
+
+// FaultSpec is one fault of a scenario: a registered kind, its parameters
+// (decoded into the kind's own typed struct) and when it acts.
+type FaultSpec struct {
+	Kind string `yaml:"kind" json:"kind"`
+	// Params is the kind's parameters as written; the loader decodes and
+	// validates them into a value of the kind (see faults.New), and
+	// [FaultSpec.Build] does so again for each use.
+	Params map[string]any `yaml:"params" json:"params,omitempty"`
+	When   When           `yaml:"when" json:"when"`
+	// Node keeps the params' YAML node for positioned errors.
+	Node ast.Node `yaml:"-" json:"-"`
+	_    struct{}
+}
+
+// When says when a fault acts: timed faults at At for For; aimed faults on
+// a fraction of intents, or on every n-th intent (not both; neither: the
+// first intent), at a given attempt number.
+type When struct {
+	At       time.Duration `yaml:"at" json:"at,omitempty"`
+	For      time.Duration `yaml:"for" json:"for,omitempty"`
+	Fraction float64       `yaml:"fraction" json:"fraction,omitempty"`
+	Nth      int           `yaml:"nth" json:"nth,omitempty"`
+	Attempt  int           `yaml:"attempt" json:"attempt,omitempty"` // default 1
+	_        struct{}
+}
+
+// Effects says how to read what the system really produced.
+type Effects struct {
+	// Oracle is reference (default for reference targets), sql, http or none.
+	Oracle string `yaml:"oracle" json:"oracle"`
+	// DSN and Query for sql: the query returns tenant, key, effect id rows.
+	DSN   string `yaml:"dsn" json:"dsn,omitempty"`
+	Query string `yaml:"query" json:"query,omitempty"`
+	// URL for http: a GET returning JSON; Items, Tenant, Key and ID are
+	// small path expressions ("$.effects[*]", "$.tenant") picking the fields.
+	URL    string `yaml:"url" json:"url,omitempty"`
+	Items  string `yaml:"items" json:"items,omitempty"`
+	Tenant string `yaml:"tenant" json:"tenant,omitempty"`
+	Key    string `yaml:"key" json:"key,omitempty"`
+	ID     string `yaml:"id" json:"id,omitempty"`
+	// Settle is how long to wait for asynchronous effects (the queue) to
+	// drain before reading them (default 0; reference targets poll instead).
+	Settle time.Duration `yaml:"settle" json:"settle,omitempty"`
+	_      struct{}
+}
+
+// Invariant names a checker and its parameters. In YAML it is a plain name
+// ("exactly-once") or a mapping {name, bound, headers}; a scenario that
+// lists none gets all seven.
+type Invariant struct {
+	Name string `yaml:"name" json:"name"`
+	// Bound is eventually-decided's decision bound.
+	Bound time.Duration `yaml:"bound" json:"bound,omitempty"`
+	// Headers are replay-identical's compared headers.
+	Headers []string `yaml:"headers" json:"headers,omitempty"`
+	_       struct{}
+}
+
+// Hooks are commands for process faults on external targets. Each runs with
+// sh -c; a non-zero exit fails the fault.
+type Hooks struct {
+	Kill            string `yaml:"kill" json:"kill,omitempty"`
+	Restart         string `yaml:"restart" json:"restart,omitempty"`
+	KillConsumer    string `yaml:"kill_consumer" json:"kill_consumer,omitempty"`
+	RestartConsumer string `yaml:"restart_consumer" json:"restart_consumer,omitempty"`
+	Purge           string `yaml:"purge" json:"purge,omitempty"`
+	ReplicaDelay    string `yaml:"replica_delay" json:"replica_delay,omitempty"` // $DELAY_MS is set
+	_               struct{}
+}
+
+// Step is one phase of a scenario. A loaded step is complete: its Traffic
+// and Faults are what it runs with, nothing left to merge.
+type Step struct {
+	// Name names the step in reports (default step-N).
+	Name string `yaml:"name" json:"name"`
+	// Traffic overrides fields of the scenario's traffic for this step: the
+	// keys the file sets, zero values included. After loading it is never
+	// nil: the scenario's traffic with the overrides applied, defaults filled.
+	Traffic *Traffic `yaml:"traffic" json:"traffic,omitempty"`
+	// Faults replace the scenario's faults for this step. A step without a
+	// faults key inherits the scenario's; "faults: []" means none.
+	Faults []FaultSpec `yaml:"faults" json:"faults,omitempty"`
+	// Wait pauses before the step starts (e.g. past a retention window).
+	Wait time.Duration `yaml:"wait" json:"wait,omitempty"`
+	// Resend sends the previous step's intents again, same keys and bodies,
+	// instead of new ones (retries that arrive late).
+	Resend bool `yaml:"resend" json:"resend,omitempty"`
+	// Callbacks makes this step send payment-provider callbacks for the
+	// orders earlier steps created, instead of new intents.
+	Callbacks *Callbacks `yaml:"callbacks" json:"callbacks,omitempty"`
+	// Expect is "clean" (default) or the name of the invariant expected to
+	// fail, one of the scenario's invariants.
+	Expect string `yaml:"expect" json:"expect"`
+	_      struct{}
+}
+
+// Callbacks are payment-provider callbacks (the reference's
+// POST /v1/callbacks/payment): for every order an earlier step created, one
+// callback with a provider transaction number, delivered Deliveries times.
+// Each belongs to the intent that created its order.
+type Callbacks struct {
+	Path       string        `yaml:"path" json:"path"`             // default /v1/callbacks/payment
+	Token      string        `yaml:"token" json:"token"`           // default tok-provider
+	Status     string        `yaml:"status" json:"status"`         // paid (default) or fulfilled
+	Deliveries int           `yaml:"deliveries" json:"deliveries"` // default 3
+	Spread     time.Duration `yaml:"spread" json:"spread"`         // default 100ms
+	IDField    string        `yaml:"id_field" json:"id_field"`     // default id
+	_          struct{}
+}
