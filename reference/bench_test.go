@@ -96,15 +96,20 @@ func BenchmarkService_VersusPgbench(b *testing.B) {
 		svcNew.add(runPhase(b, addr, benchSlice, newKey))
 		pgNew.add(runPgbench(b, pgbench, dsn, dir, fmt.Sprintf("new%d", round), newScript))
 	}
+	// The structural ceiling of a replay, measured in the same rounds: an
+	// HTTP round trip to a trivial handler, and the claim statement alone
+	// through pgx; a replay needs both, one after the other.
+	floorAddr, stopFloor := startHTTPFloor(b)
+	defer stopFloor()
+	var httpFloor, pgxFloor phaseResult
 	for round := range benchRounds {
 		svcReplay.add(runPhase(b, addr, benchSlice, replayKey))
 		pgReplay.add(runPgbench(b, pgbench, dsn, dir, fmt.Sprintf("replay%d", round), replayScript))
+		httpFloor.add(runPhase(b, floorAddr, benchSlice, replayKey))
+		pgxFloor.add(runPgxFloor(b, dsn))
 	}
 
-	// The structural ceiling of a replay: an HTTP round trip with a
-	// trivial handler, and the claim statement alone through pgx, in series.
-	httpFloor, pgxFloor := httpFloorRate(b), pgxFloorRate(b, dsn)
-	ceiling := 1 / (1/httpFloor + 1/pgxFloor)
+	ceiling := 1 / (1/httpFloor.rate() + 1/pgxFloor.rate())
 	b.ReportMetric(ceiling/pgReplay.rate(), "ceiling_ratio_replay")
 	b.ReportMetric(svcNew.rate(), "svc_new_req/s")
 	b.ReportMetric(svcReplay.rate(), "svc_replay_req/s")
@@ -123,15 +128,14 @@ func BenchmarkService_VersusPgbench(b *testing.B) {
 		"pgbench replays", pgReplay.rate(), ms(pgReplay.p99()), "",
 		"service replays", svcReplay.rate(), ms(svcReplay.p99()), svcReplay.rate()/pgReplay.rate())
 	b.Logf("replay ceiling: HTTP alone %.0f/s, claim via pgx alone %.0f/s, both in series %.0f/s = %.2f × pgbench",
-		httpFloor, pgxFloor, ceiling, ceiling/pgReplay.rate())
+		httpFloor.rate(), pgxFloor.rate(), ceiling, ceiling/pgReplay.rate())
 	if svcNew.errors+svcReplay.errors > 0 {
 		b.Errorf("%d failed requests", svcNew.errors+svcReplay.errors)
 	}
 }
 
-// httpFloorRate is what the load generator gets from a handler that only
-// writes a fixed 150-byte body.
-func httpFloorRate(b *testing.B) float64 {
+// startHTTPFloor serves a handler that only writes a fixed 150-byte body.
+func startHTTPFloor(b *testing.B) (string, func()) {
 	b.Helper()
 	body := []byte(strings.Repeat("x", 150))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -144,15 +148,12 @@ func httpFloorRate(b *testing.B) float64 {
 		_, _ = w.Write(body)
 	})}
 	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	pick := func(int) (string, string) { return "tok-t1", "k" }
-	r := runPhase(b, ln.Addr().String(), benchSlice, pick)
-	return r.rate()
+	return ln.Addr().String(), func() { _ = srv.Close() }
 }
 
-// pgxFloorRate runs the replay's one statement from benchConcurrency
+// runPgxFloor runs the replay's one statement from benchConcurrency
 // goroutines through a pgx pool configured like the service's.
-func pgxFloorRate(b *testing.B, dsn string) float64 {
+func runPgxFloor(b *testing.B, dsn string) phaseResult {
 	b.Helper()
 	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -188,7 +189,7 @@ func pgxFloorRate(b *testing.B, dsn string) float64 {
 		}()
 	}
 	wg.Wait()
-	return float64(n.Load()) / time.Since(start).Seconds()
+	return phaseResult{n: float64(n.Load()), elapsed: time.Since(start)}
 }
 
 func ms(d time.Duration) float64 { return d.Seconds() * 1000 }
