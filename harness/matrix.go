@@ -65,8 +65,8 @@ type MatrixOptions struct {
 
 // CatchMatrix runs every scenario of the suite against the correct
 // reference (each must be clean) and, for each mutant, runs the suite until
-// one scenario catches it — scenarios that check the mutant's expected
-// invariant first, so a catch comes early.
+// one scenario catches it — the scenario designed for the mutant first,
+// then those that check its expected invariant, so a catch comes early.
 func (r *Runner) CatchMatrix(ctx context.Context, suite []*scenarios.Scenario, opts MatrixOptions) (*Matrix, error) {
 	start := time.Now()
 	m := &Matrix{Reference: MatrixRow{Clean: true}}
@@ -96,7 +96,7 @@ func (r *Runner) CatchMatrix(ctx context.Context, suite []*scenarios.Scenario, o
 			continue
 		}
 		row := MatrixRow{Mutant: mu.Name, Pitfall: mu.Pitfall, Expected: mu.Invariant}
-		for _, s := range orderFor(suite, mu.Invariant) {
+		for _, s := range orderFor(suite, mu.Invariant, scenarios.DesignedFor(mu.Name)) {
 			o, err := r.Run(ctx, s, RunOptions{Seed: opts.Seed, Mutant: mu.Name})
 			if err := r.account(&row, o, err); err != nil {
 				m.Mutants = append(m.Mutants, row)
@@ -135,10 +135,15 @@ func (r *Runner) account(row *MatrixRow, o *Outcome, err error) error {
 	return nil
 }
 
-// orderFor puts the scenarios that check inv first.
-func orderFor(suite []*scenarios.Scenario, inv string) []*scenarios.Scenario {
+// orderFor puts the scenario designed for the mutant first, then those that
+// check its invariant, then the rest.
+func orderFor(suite []*scenarios.Scenario, inv, designed string) []*scenarios.Scenario {
 	var first, rest []*scenarios.Scenario
 	for _, s := range suite {
+		if s.Name == designed {
+			first = append([]*scenarios.Scenario{s}, first...)
+			continue
+		}
 		checks := len(s.Invariants) == 0
 		for _, i := range s.Invariants {
 			checks = checks || i.Name == inv

@@ -211,7 +211,10 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 			err = ferr
 		}
 		if err != nil {
-			return out, fmt.Errorf("%w: %w", ErrSetup, err)
+			if !errors.Is(err, ErrSetup) {
+				err = fmt.Errorf("%w: %w", ErrSetup, err)
+			}
+			return out, err
 		}
 		if err := rec.Flush(); err != nil {
 			return out, err

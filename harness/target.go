@@ -146,4 +146,6 @@ func freePort() (int, error) {
 }
 
 // debugClient talks to failpoint and purge endpoints: loopback, short.
-var debugClient = &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
+// No keep-alive: services come and go on reused ports, and a POST on a
+// stale pooled connection to a dead one fails instead of reaching the new.
+var debugClient = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: 10 * time.Second}

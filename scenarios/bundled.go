@@ -42,3 +42,28 @@ func Bundled() ([]*Scenario, error) {
 	}
 	return out, nil
 }
+
+// designedFor names, per mutant of the reference, the bundled scenario built
+// to show its pitfall. Other scenarios may catch it too; this one is where
+// it shows first.
+var designedFor = map[string]string{
+	"no-key":                "response-drop-replay",
+	"check-then-insert":     "double-click-exactly-once",
+	"execute-then-record":   "double-click-exactly-once",
+	"body-hash-key":         "twin-orders",
+	"no-fingerprint":        "key-reuse",
+	"empty-replay":          "response-drop-replay",
+	"regenerate-on-replay":  "response-drop-replay",
+	"global-namespace":      "cross-tenant",
+	"processing-reexecutes": "double-click-exactly-once",
+	"no-lease":              "crash-mid-request",
+	"replica-read":          "replica-lag-lookup",
+	"short-retention":       "retention-window",
+	"consumer-no-dedupe":    "consumer-restart",
+	"callback-accumulates":  "payment-callbacks",
+	"commit-after-response": "crash-after-ack",
+}
+
+// DesignedFor returns the name of the bundled scenario built to show a
+// mutant's pitfall, or "".
+func DesignedFor(mutant string) string { return designedFor[mutant] }
