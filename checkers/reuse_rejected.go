@@ -88,6 +88,9 @@ func (c reuseRejected) judge(h *history.History, s scope, idx []int32, owner int
 		if a.Outcome != history.OK || a.Status == c.cfg.profile.Reuse {
 			return v, false
 		}
+		if a.Status == 429 || a.Status == 425 {
+			return v, false // throttled before anyone looked at the key: says nothing about reuse
+		}
 		if !otherPayloadBefore(h, idx, a) {
 			return v, false // no other payload had claimed the key yet: not a reuse answer
 		}

@@ -23,6 +23,7 @@ var suite = []string{
 	"replica-lag-lookup.yaml",
 	"retention-window.yaml",
 	"payment-callbacks.yaml",
+	"storm.yaml",
 }
 
 // Bundled parses the scenarios shipped inside the binary, in suite order.
