@@ -60,18 +60,28 @@ type MatrixOptions struct {
 	Mutants []string
 	// AfterRun is called after every run (progress).
 	AfterRun func(row *MatrixRow, o *Outcome)
-	_        struct{}
+	// SkipReference skips the pass over the correct reference: the matrix
+	// then measures detection alone (idemchaos bench runs it once per seed,
+	// and a mutant's time to its first catch must not include the
+	// reference's runs). Matrix.Reference stays empty and [Matrix.OK] is
+	// false, since nothing showed the reference clean.
+	SkipReference bool
+	_             struct{}
 }
 
 // CatchMatrix runs every scenario of the suite against the correct
-// reference (each must be clean) and, for each mutant, runs the suite until
+// reference (each must be clean; see [MatrixOptions.SkipReference]) and, for each mutant, runs the suite until
 // one scenario catches it — the scenario designed for the mutant first,
 // then those that check its expected invariant, so a catch comes early.
 func (r *Runner) CatchMatrix(ctx context.Context, suite []*scenarios.Scenario, opts MatrixOptions) (*Matrix, error) {
 	start := time.Now()
 	m := &Matrix{Reference: MatrixRow{Clean: true}}
 	ref := &m.Reference
-	for _, s := range suite {
+	refSuite := suite
+	if opts.SkipReference {
+		refSuite, ref.Clean = nil, false
+	}
+	for _, s := range refSuite {
 		o, err := r.Run(ctx, s, RunOptions{Seed: opts.Seed, Mutant: CorrectService})
 		if err := r.account(ref, o, err); err != nil {
 			return m, err

@@ -128,7 +128,7 @@ type LoadOptions struct {
 
 // DefaultKeepHeaders are the response headers a loaded history keeps when
 // [LoadOptions.KeepHeaders] is nil.
-var DefaultKeepHeaders = []string{"Content-Type", "Idempotent-Replayed", "Retry-After", "Location"}
+var DefaultKeepHeaders = []string{"Content-Type", "Idempotent-Replayed", "Retry-After"}
 
 var hashSeed = maphash.MakeSeed()
 
