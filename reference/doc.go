@@ -28,6 +28,7 @@
 //   - [Consume], [ConsumerConfig]: run an outbox consumer.
 //   - [Migrate]: create the schema (idempotent).
 //   - [Mutants], [Mutant]: the mutant catalogue.
+//   - [BenchSQL]: the statements of one request, for the pgbench yardstick.
 //   - [ReadEffects], [Effect] and the Effect* kinds: the effect oracle.
 //   - [ErrRetentionTooShort], [ErrUnknownMutant], [ErrInvalidConfig],
 //     [ErrReplicaRequired].

@@ -24,7 +24,10 @@ func newReferenceCmd() *cobra.Command { return newReferenceCmdEnv(os.LookupEnv) 
 // lookup, so flag/env resolution can be tested.
 func newReferenceCmdEnv(lookup func(string) (string, bool)) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "reference",
+		Use: "reference",
+		Example: `  idemchaos reference serve --dsn postgres://postgres@127.0.0.1:5432/shop --addr 127.0.0.1:8080
+  idemchaos reference consume --dsn postgres://postgres@127.0.0.1:5432/shop
+  idemchaos reference mutants`,
 		Short: "The reference idempotent service on Postgres, and its mutants",
 	}
 	cmd.AddCommand(newReferenceServeCmd(lookup), newReferenceConsumeCmd(lookup), newReferenceMutantsCmd())
@@ -37,7 +40,10 @@ func newReferenceServeCmd(lookup func(string) (string, bool)) *cobra.Command {
 		tokens string
 	)
 	cmd := &cobra.Command{
-		Use:   "serve",
+		Use: "serve",
+		Example: `  idemchaos reference serve --dsn postgres://postgres@127.0.0.1:5432/shop
+  idemchaos reference serve --dsn "$DSN" --mutant check-then-insert --failpoints --addr 127.0.0.1:0 --addr-file addr.txt
+  IDEMCHAOS_DSN=postgres://postgres@127.0.0.1:5432/shop idemchaos reference serve --retention 48h --max-retry-window 24h`,
 		Short: "Run the reference service (POST /v1/orders, callbacks, /metrics, /healthz)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -80,7 +86,9 @@ func newReferenceConsumeCmd(lookup func(string) (string, bool)) *cobra.Command {
 		addrFile string
 	)
 	cmd := &cobra.Command{
-		Use:   "consume",
+		Use: "consume",
+		Example: `  idemchaos reference consume --dsn postgres://postgres@127.0.0.1:5432/shop
+  idemchaos reference consume --dsn "$DSN" --exit-when-idle`,
 		Short: "Run an outbox consumer (at-least-once delivery, exactly-once notification)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -115,9 +123,10 @@ func newReferenceConsumeCmd(lookup func(string) (string, bool)) *cobra.Command {
 
 func newReferenceMutantsCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "mutants",
-		Short: "List the mutants, the pitfall each embodies and the invariant that catches it",
-		Args:  cobra.NoArgs,
+		Use:     "mutants",
+		Example: `  idemchaos reference mutants`,
+		Short:   "List the mutants, the pitfall each embodies and the invariant that catches it",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "MUTANT\tCAUGHT BY\tPITFALL")
