@@ -50,7 +50,11 @@ func WriteText(w io.Writer, rep Report) {
 	}
 	for _, run := range rep.Runs {
 		status := "PASS"
-		if !run.Met {
+		switch {
+		case run.Met:
+		case run.Verdict == "unknown":
+			status = "UNKNOWN"
+		default:
 			status = "FAIL"
 		}
 		if run.Error != "" {
@@ -91,7 +95,7 @@ func WriteText(w io.Writer, rep Report) {
 		if !run.Met && run.Replay != "" {
 			fmt.Fprintf(w, "      replay: %s\n", run.Replay)
 		}
-		if run.History != "" {
+		if run.History != "" && run.History != run.File {
 			fmt.Fprintf(w, "      history: %s\n", run.History)
 		}
 	}
@@ -99,7 +103,14 @@ func WriteText(w io.Writer, rep Report) {
 
 func runLabel(run Run) string {
 	s := run.Scenario
-	if s == "" {
+	switch {
+	case run.File != "" && run.File == run.History:
+		// A checked history file: the file is what the reader looks for.
+		s = run.File
+		if run.Scenario != "" {
+			s += " (scenario " + run.Scenario + ")"
+		}
+	case s == "":
 		s = run.File
 	}
 	if run.Mutant != "" {
