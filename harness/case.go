@@ -153,15 +153,7 @@ func judgeStep(t TB, where string, st Step, out *Outcome) {
 }
 
 func replayHint(out *Outcome) string {
-	file := out.Scenario.File
-	if file == "" {
-		file = "<inline scenario>"
-	}
-	cmd := fmt.Sprintf("idemchaos run -s %s --seed %d", file, out.Seed)
-	if out.Mutant != "" {
-		cmd += " --mutant " + out.Mutant
-	}
-	return fmt.Sprintf("history: %s\nreplay: %s", out.HistoryPath, cmd)
+	return fmt.Sprintf("history: %s\nreplay: %s", out.HistoryPath, out.ReplayCommand())
 }
 
 // validate checks the whole case before anything starts; errors say which

@@ -95,6 +95,20 @@ func (o *Outcome) Met() bool {
 	return len(o.Steps) > 0
 }
 
+// ReplayCommand is the exact command that replays this run: the same
+// scenario, seed and mutant give the same plan.
+func (o *Outcome) ReplayCommand() string {
+	file := o.Scenario.File
+	if file == "" {
+		file = "<inline scenario>"
+	}
+	cmd := fmt.Sprintf("idemchaos run -s %s --seed %d", file, o.Seed)
+	if o.Mutant != "" {
+		cmd += " --mutant " + o.Mutant
+	}
+	return cmd
+}
+
 // Caught lists the invariants violated in any step, in canonical order.
 func (o *Outcome) Caught() []string {
 	seen := map[string]bool{}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/idemchaos/idemchaos/checkers"
@@ -109,7 +108,7 @@ type MatrixRow struct {
 func FromOutcome(o *harness.Outcome) Run {
 	r := Run{Scenario: o.Scenario.Name, File: o.Scenario.File, Seed: o.Seed, Mutant: o.Mutant, History: o.HistoryPath,
 		ElapsedMS: o.Elapsed.Milliseconds(), Requests: o.Requests, Verdict: o.Verdict().String(), Met: o.Met(),
-		Replay: ReplayCommand(o)}
+		Replay: o.ReplayCommand()}
 	for _, s := range o.Steps {
 		r.Steps = append(r.Steps, Step{Name: s.Name, Expect: s.Expect, Met: s.Met, Verdict: s.Result.Verdict.String(), Invariants: invariants(s.Result)})
 	}
@@ -138,19 +137,6 @@ func invariants(res checkers.Result) []Invariant {
 		out = append(out, iv)
 	}
 	return out
-}
-
-// ReplayCommand is the exact command that replays a run.
-func ReplayCommand(o *harness.Outcome) string {
-	file := o.Scenario.File
-	if file == "" {
-		file = "<scenario.yaml>"
-	}
-	cmd := fmt.Sprintf("idemchaos run -s %s --seed %d", file, o.Seed)
-	if o.Mutant != "" {
-		cmd += " --mutant " + o.Mutant
-	}
-	return cmd
 }
 
 // FromMatrix turns demo's catch matrix into its report form.
