@@ -11,7 +11,15 @@ import "unsafe"
 type arena struct {
 	bytes   []byte
 	headers []Header
+	// sets shares identical kept-header lists: most responses carry the
+	// same Content-Type and the same few headers, so one copy serves them.
+	sets   map[string]Headers
+	setKey []byte
 }
+
+// maxHeaderSets bounds the shared header lists, so that values unique to
+// each response cannot grow the table without end.
+const maxHeaderSets = 4096
 
 const (
 	arenaBlock   = 64 << 10
@@ -46,10 +54,24 @@ func (a *arena) headerList(h []Header) Headers {
 	if len(h) == 0 {
 		return nil
 	}
+	a.setKey = a.setKey[:0]
+	for _, f := range h {
+		a.setKey = append(append(append(append(a.setKey, f.Name...), 0), f.Value...), 0)
+	}
+	if shared, ok := a.sets[string(a.setKey)]; ok {
+		return shared
+	}
 	if cap(a.headers)-len(a.headers) < len(h) {
 		a.headers = make([]Header, 0, max(len(h), 1024))
 	}
 	start := len(a.headers)
 	a.headers = append(a.headers, h...)
-	return a.headers[start:len(a.headers):len(a.headers)]
+	list := a.headers[start:len(a.headers):len(a.headers)]
+	if a.sets == nil {
+		a.sets = make(map[string]Headers)
+	}
+	if len(a.sets) < maxHeaderSets {
+		a.sets[string(a.setKey)] = list
+	}
+	return list
 }

@@ -36,7 +36,7 @@ func (o Outcome) String() string {
 
 // PreviewBytes is how much of each response body a loaded [History] keeps for
 // explanations; identity is judged on a hash of the whole body.
-const PreviewBytes = 160
+const PreviewBytes = 96
 
 // Attempt is one request as the checkers see it: its invoke event joined with
 // its completion, with bodies reduced to hashes.
