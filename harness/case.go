@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/harness/env"
@@ -204,18 +202,17 @@ func (c Case) validate() ([]*scenarios.Scenario, error) {
 	return loaded, errors.Join(errs...)
 }
 
-var (
-	histMu  sync.Mutex
-	histDir string
-)
-
-// historyDir keeps the histories of a test run in one temp directory that
-// outlives the test, so a failure's history can be read afterwards.
+// historyDir is where a case's histories go: kept when the test failed, so
+// the failure's history can be read afterwards, removed when it passed.
 func historyDir(t TB) string {
-	histMu.Lock()
-	defer histMu.Unlock()
-	if histDir == "" {
-		histDir, _ = os.MkdirTemp("", "idemchaos-histories-"+time.Now().Format("150405")+"-")
+	dir, err := os.MkdirTemp("", "idemchaos-histories-")
+	if err != nil {
+		return os.TempDir()
 	}
-	return histDir
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	return dir
 }
