@@ -164,21 +164,6 @@ func Kinds() []string {
 	return out
 }
 
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 func invalid(kind, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalidParams, kind, fmt.Sprintf(format, args...))
 }

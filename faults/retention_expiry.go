@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/idemchaos/idemchaos/internal/ctxwait"
 )
 
 func init() { Register("retention-expiry", func() Fault { return &RetentionExpiry{} }) }
@@ -49,7 +51,7 @@ func (f *RetentionExpiry) Route(ctx context.Context, w World, a Attempt) (Route,
 	if a.Number <= 1 {
 		return dropRoute(ctx, w, f.Kind(), a, 0)
 	}
-	if !sleep(ctx, f.After) {
+	if !ctxwait.Sleep(ctx, f.After) {
 		return Route{}, ctx.Err()
 	}
 	purged := !f.NoPurge

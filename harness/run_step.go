@@ -10,6 +10,7 @@ import (
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/harness/driver"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/ctxwait"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -43,7 +44,7 @@ func (r *Runner) runStep(ctx context.Context, w *world, t *target, tr scenarios.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if !sleepCtx(fctx, tf.At) {
+			if !ctxwait.Sleep(fctx, tf.At) {
 				return
 			}
 			actx := fctx

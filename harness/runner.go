@@ -17,6 +17,7 @@ import (
 	"github.com/idemchaos/idemchaos/harness/oracle"
 	"github.com/idemchaos/idemchaos/harness/proxy"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/ctxwait"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -194,7 +195,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	}
 	var prev Plan
 	for i, st := range steps {
-		if st.Wait > 0 && !sleepCtx(ctx, st.Wait) {
+		if st.Wait > 0 && !ctxwait.Sleep(ctx, st.Wait) {
 			break
 		}
 		tr := stepTraffic(s, st)
@@ -370,17 +371,6 @@ func resendPlan(prev Plan) Plan {
 		p.Intents = append(p.Intents, in)
 	}
 	return p
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // runNonce is a short random tag for one run against a user's service.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/ctxwait"
 )
 
 // Intent is one thing a client means to do once. Two intents may carry
@@ -177,7 +178,7 @@ func Run(ctx context.Context, cfg Config, intents []Intent) (Stats, error) {
 feed:
 	for _, in := range order {
 		if wait := in.At - time.Since(start); wait > 0 {
-			if !sleep(ctx, wait) {
+			if !ctxwait.Sleep(ctx, wait) {
 				break feed
 			}
 		}
@@ -242,7 +243,7 @@ func (d *runner) intent(ctx context.Context, in *Intent) {
 		if res.stop || !d.cfg.Model.retryable(res.status, res.hasRetryAfter, d.cfg.InFlightStatus) || n == d.cfg.Retry.MaxAttempts {
 			return
 		}
-		if !sleep(ctx, d.cfg.Retry.backoff(rng, n, res.retryAfter)) {
+		if !ctxwait.Sleep(ctx, d.cfg.Retry.backoff(rng, n, res.retryAfter)) {
 			return
 		}
 	}
@@ -263,7 +264,7 @@ func (d *runner) clicks(ctx context.Context, in *Intent, rng *rand.Rand) result 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if sleep(ctx, delays[i]) {
+			if ctxwait.Sleep(ctx, delays[i]) {
 				results[i] = d.attempt(ctx, in, 1, i)
 			} else {
 				results[i] = result{stop: true}
@@ -278,20 +279,6 @@ func (d *runner) clicks(ctx context.Context, in *Intent, rng *rand.Rand) result 
 		}
 	}
 	return best
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func newClient(cfg Config, fresh bool) *http.Client {
