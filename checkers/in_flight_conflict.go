@@ -71,7 +71,9 @@ func (c inFlightConflict) judge(s scope, a, b *history.Attempt, dups map[tenantK
 	case cb == succeeded && dups[tenantKey{s.tenant, s.key}] != "":
 		v.Explanation = fmt.Sprintf("%s: op %d arrived while op %d was still running and got %d, and the key has %s; a duplicate in flight must get %d or wait for the first response, never execute.",
 			describeScope(s), b.Op, a.Op, b.Status, dups[tenantKey{s.tenant, s.key}], c.cfg.profile.InFlight)
-	case cb == rejected && b.Outcome == history.OK && a.Outcome == history.OK && !sameAnswer:
+	case cb == rejected && b.Outcome == history.OK && definite(a, c.cfg.profile) && !sameAnswer:
+		// Only a definite answer of the service itself is the "first
+		// response" b should match: a gateway's 504 or a 429 hid it.
 		v.Explanation = fmt.Sprintf("%s: op %d arrived while op %d was still running and got %d; it must get %d or wait for the first response (%d).",
 			describeScope(s), b.Op, a.Op, b.Status, c.cfg.profile.InFlight, a.Status)
 		v.Cause = "the in-flight answer differs from the contract profile"
@@ -81,6 +83,13 @@ func (c inFlightConflict) judge(s scope, a, b *history.Attempt, dups map[tenantK
 	}
 	v.Cause = "a record in 'processing' is treated as absent, so the duplicate runs the business write again"
 	return v, true
+}
+
+// definite reports a success or a rejection: an answer the service gave,
+// not a timeout, a 5xx or a "not now".
+func definite(a *history.Attempt, p Profile) bool {
+	cl := classify(a, p)
+	return a.Outcome == history.OK && (cl == succeeded || cl == rejected)
 }
 
 // multiKeys returns the (tenant, key) of every scope with two or more

@@ -1,0 +1,14 @@
+package bench_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/idemchaos/idemchaos/harness"
+)
+
+func TestMain(m *testing.M) {
+	// The reference service and consumer run as copies of this test binary.
+	harness.MaybeChild()
+	os.Exit(m.Run())
+}
