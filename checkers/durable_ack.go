@@ -49,7 +49,11 @@ func (c durableAck) check(ix *index) Result {
 			continue
 		}
 		ack := &h.Attempts[st.acked]
-		crash := firstCrashAfter(crashes, ack.Complete)
+		// The attempt was sent before the crash: its success can only have
+		// come from the process that then died (a connection does not
+		// survive its server), even when the client recorded the answer a
+		// moment after the harness recorded the death.
+		crash := firstCrashAfter(crashes, ack.Invoke)
 		if crash < 0 {
 			continue
 		}
@@ -60,7 +64,7 @@ func (c durableAck) check(ix *index) Result {
 		r.Violations = append(r.Violations, Violation{
 			Invariant: c.Name(), Tenant: ack.Tenant, Method: ack.Method, Path: ack.Path, Key: ack.Key, Intent: st.id,
 			Ops: []int64{ack.Op},
-			Explanation: fmt.Sprintf("%s was acknowledged with %d at %s (op %d), before the crash at %s, and has no effect after the restart; an acknowledged write must survive a crash.",
+			Explanation: fmt.Sprintf("%s was acknowledged with %d at %s (op %d) by the process that crashed at %s, and has no effect after the restart; an acknowledged write must survive a crash.",
 				describeIntent(h, st), ack.Status, at(ack.Complete), ack.Op, at(crash)),
 			Cause: "the service responds before its transaction commits (commit after response)",
 		})
