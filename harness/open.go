@@ -26,6 +26,9 @@ type OpenOptions struct {
 	// Standby forces a streaming standby in the local environment (it is
 	// started anyway when a scenario needs a replica).
 	Standby bool
+	// ToxiproxyURL drives that toxiproxy-server's API instead of the
+	// in-process Toxiproxy (e.g. http://127.0.0.1:8474).
+	ToxiproxyURL string
 	// Scenarios are inspected for what they need.
 	Scenarios []*scenarios.Scenario
 	_         struct{}
@@ -47,7 +50,7 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 		for _, s := range opts.Scenarios {
 			allow = allow || s.Target.AllowRemote
 		}
-		ext, err := env.StartExternal(ctx, env.ExternalConfig{ServiceURL: opts.TargetURL, AllowRemote: allow, DatabaseAddr: opts.DatabaseAddr, DatabaseListen: opts.DatabaseListen})
+		ext, err := env.StartExternal(ctx, env.ExternalConfig{ServiceURL: opts.TargetURL, AllowRemote: allow, DatabaseAddr: opts.DatabaseAddr, DatabaseListen: opts.DatabaseListen, ToxiproxyURL: opts.ToxiproxyURL})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -60,7 +63,7 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 		if _, err := env.Resolve(ctx, env.Options{Kind: env.KindAuto}); err != nil {
 			return nil, nil, err
 		}
-		local, err := env.StartLocal(ctx, env.LocalConfig{Standby: standby})
+		local, err := env.StartLocal(ctx, env.LocalConfig{Standby: standby, ToxiproxyURL: opts.ToxiproxyURL})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -26,6 +26,7 @@ type runFlags struct {
 	allowRemote bool
 	dbAddr      string
 	dbListen    string
+	toxiproxy   string
 	envKind     string
 	seed        int64
 	mutant      string
@@ -75,6 +76,7 @@ target, failing oracle, missing hook).`,
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a target that is not on a loopback address")
 	fl.StringVar(&f.dbAddr, "db-addr", "", "with --target: your service's database host:port, proxied so DB faults work")
 	fl.StringVar(&f.dbListen, "db-listen", "", "with --db-addr: where the database proxy listens (point your service there; default a free port)")
+	fl.StringVar(&f.toxiproxy, "toxiproxy", m.env("TOXIPROXY", ""), "drive this toxiproxy-server API instead of the in-process Toxiproxy (env IDEMCHAOS_TOXIPROXY)")
 	fl.StringVar(&f.envKind, "env", m.env("ENV", "auto"), "environment: auto, local, external or docker (env IDEMCHAOS_ENV)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the generated plans: the same seed replays the same plan")
 	fl.StringVar(&f.mutant, "mutant", "", "run the reference with this mutant (see idemchaos reference mutants)")
@@ -114,7 +116,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	ctx := cmd.Context()
 	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: kind, TargetURL: targetURL, AllowRemote: f.allowRemote,
-		DatabaseAddr: f.dbAddr, DatabaseListen: f.dbListen, Scenarios: ss, Standby: f.mutant == "replica-read"})
+		DatabaseAddr: f.dbAddr, DatabaseListen: f.dbListen, ToxiproxyURL: f.toxiproxy, Scenarios: ss, Standby: f.mutant == "replica-read"})
 	if err != nil {
 		return usageError(err)
 	}
