@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -240,6 +242,11 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 		}
 		out.History = h
 		so.Result = checker.Check(h, h.Effects)
+		if why := nothingSucceeded(h); why != "" && so.Result.Verdict == checkers.Pass {
+			// Every check passes vacuously when nothing executed: a wrong
+			// path, body or token must not read as a clean service.
+			so.Result.Verdict, so.Result.Reason = checkers.Unknown, why
+		}
 		so.Met = expectationMet(so.Expect, so.Result)
 		out.Steps = append(out.Steps, so)
 		if ctx.Err() != nil {
@@ -378,4 +385,34 @@ func runNonce() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// nothingSucceeded explains a history in which no attempt got a 2xx, or
+// returns "". Such a run proves nothing about idempotency.
+func nothingSucceeded(h *history.History) string {
+	if len(h.Attempts) == 0 {
+		return "no request was sent"
+	}
+	statuses := map[string]int{}
+	for i := range h.Attempts {
+		a := &h.Attempts[i]
+		if a.Outcome == history.OK && a.Status/100 == 2 {
+			return ""
+		}
+		k := a.Outcome.String()
+		if a.Outcome == history.OK {
+			k = strconv.Itoa(a.Status)
+		}
+		statuses[k]++
+	}
+	keys := make([]string, 0, len(statuses))
+	for k := range statuses {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d× %s", statuses[k], k)
+	}
+	return fmt.Sprintf("no request succeeded (%s), so nothing was judged: check the endpoint's path, body and tokens", strings.Join(parts, ", "))
 }

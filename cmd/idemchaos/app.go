@@ -92,7 +92,8 @@ double clicks, crashes, redeliveries, lagging replicas) and checks that every cl
 intent produced exactly one effect and every retry got the same answer.
 
 Exit codes: 0 every invariant held, 1 a violation, 2 inconclusive, 3 usage,
-configuration or environment error.`,
+configuration or environment error, 130 interrupted (processes stopped, temp
+dirs removed, the partial history kept).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -35,13 +35,9 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
   idemchaos demo --seed 7 --report demo.html --junit demo.xml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			known := map[string]bool{}
-			for _, mu := range reference.Mutants() {
-				known[mu.Name] = true
-			}
 			for _, n := range mutants {
-				if !known[n] {
-					return usageError(fmt.Errorf("unknown mutant %q (see idemchaos reference mutants)", n))
+				if err := knownMutant(n); err != nil {
+					return usageError(err)
 				}
 			}
 			suite, err := scenarios.Bundled()

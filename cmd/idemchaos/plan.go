@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -86,7 +87,7 @@ func writeResolved(w interface{ Write([]byte) (int, error) }, s *scenarios.Scena
 	fmt.Fprintf(w, "client     %s; retry: %d attempts, backoff %s…%s full jitter, Retry-After ≤ %s; timeout %s; deadline %s; ≤ %d requests\n",
 		t.Client, t.Retry.MaxAttempts, t.Retry.Base, t.Retry.Max, t.Retry.MaxRetryAfter, t.Timeout, t.Deadline, t.MaxRequests)
 	for i, f := range s.Faults {
-		fmt.Fprintf(w, "fault %d    %s %v when %s\n", i+1, f.Kind, f.Params, describeWhen(f.When))
+		fmt.Fprintf(w, "fault %d    %s%s when %s\n", i+1, f.Kind, describeParams(f.Params), describeWhen(f.When))
 	}
 	fmt.Fprintf(w, "effects    oracle %s\n", s.Effects.Oracle)
 	var inv []string
@@ -121,4 +122,21 @@ func describeWhen(w scenarios.When) string {
 		parts = append(parts, fmt.Sprintf("for %s", w.For))
 	}
 	return strings.Join(parts, " ")
+}
+
+// describeParams writes fault parameters as "(copies 3, spread 5ms)".
+func describeParams(p map[string]any) string {
+	if len(p) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %v", k, p[k])
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }

@@ -35,7 +35,7 @@ write the schema out with --schema.
 
 Exit codes: 0 every file is valid, 3 a file is invalid or unreadable.`,
 		Example: `  idemchaos validate scenarios/
-  idemchaos validate scenarios/response-drop.yaml my-service.yaml
+  idemchaos validate scenarios/response-drop-replay.yaml my-service.yaml
   idemchaos validate --recursive scenarios/
   idemchaos validate --schema > scenario.schema.json`,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -43,10 +43,13 @@ type Run struct {
 
 // Step is one step of a run and its verdicts.
 type Step struct {
-	Name       string      `json:"name,omitempty"`
-	Expect     string      `json:"expect"`
-	Met        bool        `json:"met"`
-	Verdict    string      `json:"verdict"`
+	Name    string `json:"name,omitempty"`
+	Expect  string `json:"expect"`
+	Met     bool   `json:"met"`
+	Verdict string `json:"verdict"`
+	// Reason says why a step is inconclusive as a whole (e.g. nothing
+	// succeeded, so nothing could be judged).
+	Reason     string      `json:"reason,omitempty"`
 	Invariants []Invariant `json:"invariants"`
 }
 
@@ -110,7 +113,8 @@ func FromOutcome(o *harness.Outcome) Run {
 		ElapsedMS: o.Elapsed.Milliseconds(), Requests: o.Requests, Verdict: o.Verdict().String(), Met: o.Met(),
 		Replay: o.ReplayCommand()}
 	for _, s := range o.Steps {
-		r.Steps = append(r.Steps, Step{Name: s.Name, Expect: s.Expect, Met: s.Met, Verdict: s.Result.Verdict.String(), Invariants: invariants(s.Result)})
+		r.Steps = append(r.Steps, Step{Name: s.Name, Expect: s.Expect, Met: s.Met, Verdict: s.Result.Verdict.String(),
+			Reason: s.Result.Reason, Invariants: invariants(s.Result)})
 	}
 	return r
 }

@@ -72,6 +72,9 @@ func WriteText(w io.Writer, rep Report) {
 			if len(run.Steps) > 1 || st.Expect != "clean" {
 				fmt.Fprintf(w, "      step %q expects %s: %s\n", st.Name, st.Expect, map[bool]string{true: "met", false: "NOT met"}[st.Met])
 			}
+			if st.Reason != "" {
+				fmt.Fprintf(w, "      %s: %s\n", strings.ToUpper(st.Verdict), st.Reason)
+			}
 			for _, iv := range st.Invariants {
 				line := fmt.Sprintf("      %-9s %-19s checked %d", strings.ToUpper(iv.Verdict), iv.Name, iv.Checked)
 				if k := len(iv.Violations); k > 0 {
