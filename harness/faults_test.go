@@ -208,8 +208,8 @@ faults: [{kind: replica-lag, params: {delay: 1s}, when: {at: 0s}}]`, "")
 // the mutant that fault exposes is caught by the matching checker.
 func TestFaultKinds_CleanOnReferenceCaughtOnMutant(t *testing.T) {
 	latency := `target: {reference: {}}
-traffic: {intents: 4, timeout: 300ms, retry: {max_attempts: 4}}
-faults: [{kind: latency, params: {latency: 500ms}, when: {fraction: 1}}]
+traffic: {intents: 4, timeout: 300ms, retry: {max_attempts: 6}}
+faults: [{kind: latency, params: {latency: 500ms}, when: {at: 0s, for: 400ms}}]
 invariants: [exactly-once, replay-identical]`
 	cases := []struct {
 		fault, scenario, yaml, mutant, invariant string
