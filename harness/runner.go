@@ -177,6 +177,22 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 		rec.OnEvent(r.OnEvent)
 	}
 	defer rec.Flush()
+	// Flush as the run goes, so the file can be followed while it runs and
+	// a run killed outright still leaves most of its history.
+	flushDone := make(chan struct{})
+	defer close(flushDone)
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-flushDone:
+				return
+			case <-t.C:
+				_ = rec.Flush()
+			}
+		}
+	}()
 	w := &world{proxies: r.proxies(), t: t, hooks: s.Hooks, rec: rec, rng: newLockedRand(opts.Seed)}
 	if r.Local != nil && s.Target.Reference != nil {
 		w.standby = r.Local.Standby()
