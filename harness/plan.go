@@ -55,17 +55,19 @@ func parseFaultID(id string) (int, bool) {
 }
 
 // isAimed says whether a fault acts on attempts the plan picks rather than
-// at a time.
-func isAimed(f faults.Fault) bool {
+// at a time. A fault that can do both (latency) is aimed when its "when"
+// picks intents (a fraction or every n-th), timed otherwise.
+func isAimed(f faults.Fault, w scenarios.When) bool {
 	if _, ok := f.(faults.Clicker); ok {
 		return true
 	}
-	switch f.(type) {
-	case *faults.Latency:
-		return false // latency is a timed fault unless aimed explicitly
+	if _, ok := f.(faults.Aimed); !ok {
+		return false
 	}
-	_, ok := f.(faults.Aimed)
-	return ok
+	if _, timedToo := f.(*faults.Latency); timedToo {
+		return w.Fraction > 0 || w.Nth > 0
+	}
+	return true
 }
 
 // generatePlan draws a plan from the scenario's traffic shape with rapid's
@@ -122,7 +124,7 @@ func generatePlan(seed int64, tr scenarios.Traffic, ep scenarios.Endpoint, fs []
 				}
 			}
 			for fi, f := range fs {
-				if !isAimed(f.fault) || !hits(f.spec.When, i, coin) {
+				if !isAimed(f.fault, f.spec.When) || !hits(f.spec.When, i, coin) {
 					continue
 				}
 				if c, ok := f.fault.(faults.Clicker); ok {
@@ -148,7 +150,7 @@ func generatePlan(seed int64, tr scenarios.Traffic, ep scenarios.Endpoint, fs []
 		}
 		p.Intents = append(p.Intents, dups...)
 		for fi, f := range fs {
-			if !isAimed(f.fault) {
+			if !isAimed(f.fault, f.spec.When) {
 				p.Timed = append(p.Timed, TimedFault{Fault: fi, Kind: f.spec.Kind, At: f.spec.When.At, For: f.spec.When.For})
 			}
 		}

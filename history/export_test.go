@@ -36,10 +36,5 @@ func loadByEvents(r io.Reader, keep []string) (*History, error) {
 			return nil, &LineError{Line: rd.Line(), Msg: err.Error()}
 		}
 	}
-	l.finish()
-	h.Skipped = rd.Skipped
-	if h.Events == 0 {
-		return nil, &LineError{Line: rd.Line() + 1, Msg: `empty history: expected a meta event {"type":"meta","v":1,...}`}
-	}
-	return h, nil
+	return h.done(l, rd)
 }

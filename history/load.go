@@ -184,6 +184,11 @@ func Load(r io.Reader, opts LoadOptions) (*History, error) {
 			return nil, &LineError{Line: rd.Line(), Msg: err.Error()}
 		}
 	}
+	return h.done(l, rd)
+}
+
+// done ends a load: both load paths finish the same way.
+func (h *History) done(l *loader, rd *Reader) (*History, error) {
 	l.finish()
 	h.Skipped = rd.Skipped
 	if h.Events == 0 {

@@ -187,10 +187,3 @@ func dash(s string) string {
 	}
 	return s
 }
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
