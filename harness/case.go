@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/idemchaos/idemchaos/checkers"
-	"github.com/idemchaos/idemchaos/harness/env"
+	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )

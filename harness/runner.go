@@ -15,11 +15,11 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/harness/driver"
-	"github.com/idemchaos/idemchaos/harness/env"
 	"github.com/idemchaos/idemchaos/harness/oracle"
-	"github.com/idemchaos/idemchaos/harness/proxy"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/ctxwait"
+	"github.com/idemchaos/idemchaos/internal/env"
+	"github.com/idemchaos/idemchaos/internal/proxy"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 

@@ -17,9 +17,9 @@ import (
 
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/harness/driver"
-	"github.com/idemchaos/idemchaos/harness/pgcluster"
-	"github.com/idemchaos/idemchaos/harness/proc"
-	"github.com/idemchaos/idemchaos/harness/proxy"
+	"github.com/idemchaos/idemchaos/internal/pgcluster"
+	"github.com/idemchaos/idemchaos/internal/proc"
+	"github.com/idemchaos/idemchaos/internal/proxy"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 

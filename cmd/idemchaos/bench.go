@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemchaos/idemchaos/harness/bench"
+	"github.com/idemchaos/idemchaos/internal/bench"
 )
 
 func (m *Main) benchCmd() *cobra.Command {

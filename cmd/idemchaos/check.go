@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemchaos/idemchaos/checkers"
-	"github.com/idemchaos/idemchaos/harness/report"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/report"
 )
 
 type checkFlags struct {

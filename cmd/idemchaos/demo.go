@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/harness/env"
-	"github.com/idemchaos/idemchaos/harness/report"
+	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/reference"
+	"github.com/idemchaos/idemchaos/report"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 

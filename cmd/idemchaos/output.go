@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/harness/report"
+	"github.com/idemchaos/idemchaos/report"
 )
 
 // outputFlags are the report flags run and demo share.

@@ -4,8 +4,8 @@ import (
 	"io"
 
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/harness/report"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/report"
 )
 
 // writeHTMLReport draws the HTML report; outcomes[i] is the run of rep.Runs[i].

@@ -14,10 +14,10 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/harness/env"
 	"github.com/idemchaos/idemchaos/harness/oracle"
-	"github.com/idemchaos/idemchaos/harness/report"
+	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/reference"
+	"github.com/idemchaos/idemchaos/report"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemchaos/idemchaos/harness/pgcluster"
-	"github.com/idemchaos/idemchaos/harness/runenv"
+	"github.com/idemchaos/idemchaos/internal/pgcluster"
+	"github.com/idemchaos/idemchaos/internal/runenv"
 )
 
 var shared struct {

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemchaos/idemchaos/harness/driver"
+	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/proxy"
+	"github.com/idemchaos/idemchaos/internal/refbench"
+)
+
+// DriverResult is the harness-speed section: the traffic driver against wrk
+// on the same trivial in-process handler at the same concurrency, each
+// direct and through the in-process Toxiproxy. Rates are requests/s, one
+// sample per round; the four workloads alternate within a round.
+type DriverResult struct {
+	Concurrency int
+	Slice       time.Duration
+	// WrkThreads is wrk's -t.
+	WrkThreads int
+	// Wrk and WrkProxy are wrk direct and through the proxy; Driver and
+	// DriverProxy the driver, recording every attempt to a history file.
+	Wrk, WrkProxy, Driver, DriverProxy Summary
+	// HistoryBytesPerRequest is the history the driver wrote per request.
+	HistoryBytesPerRequest float64
+}
+
+var wrkRate = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+
+func (b *bench) driver(ctx context.Context) error {
+	wrk := binary(b.opts.Wrk, "wrk")
+	if wrk == "" {
+		return fmt.Errorf("wrk is not installed (apt-get install wrk)")
+	}
+	addr, stop, err := refbench.StartHTTPFloor()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	px := proxy.NewInProcess()
+	defer px.Close(context.WithoutCancel(ctx))
+	paddr, err := px.CreateProxy(ctx, "bench-http", "", addr)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "idemchaos-bench-driver-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	script := filepath.Join(dir, "post.lua")
+	// The same request the driver sends: POST, JSON body, bearer token,
+	// idempotency key. The key is fixed: varying it costs wrk a Lua call per
+	// request, and the handler does not read it.
+	lua := fmt.Sprintf("wrk.method = \"POST\"\nwrk.body = %q\nwrk.headers[\"Content-Type\"] = \"application/json\"\n"+
+		"wrk.headers[\"Authorization\"] = \"Bearer tok-t1\"\nwrk.headers[\"Idempotency-Key\"] = \"bench-key-000001\"\n", refbench.Body)
+	if err := os.WriteFile(script, []byte(lua), 0o644); err != nil {
+		return err
+	}
+	threads := min(max(2, b.rep.Machine.Cores), b.opts.Concurrency)
+	res := &DriverResult{Concurrency: b.opts.Concurrency, Slice: b.opts.Slice, WrkThreads: threads}
+	b.rep.Driver = res
+	intents := benchIntents(int(b.opts.Slice.Seconds()*80_000) + 10_000)
+
+	runWrk := func(target string) (float64, error) {
+		secs := max(1, int(b.opts.Slice.Round(time.Second).Seconds()))
+		out, err := exec.CommandContext(ctx, wrk, "-t", strconv.Itoa(threads), "-c", strconv.Itoa(b.opts.Concurrency),
+			"-d", strconv.Itoa(secs)+"s", "-s", script, "http://"+target+"/v1/orders").CombinedOutput()
+		if err != nil {
+			return 0, fmt.Errorf("wrk: %w\n%s", err, out)
+		}
+		if strings.Contains(string(out), "Non-2xx") || strings.Contains(string(out), "Socket errors") {
+			return 0, fmt.Errorf("wrk saw errors:\n%s", out)
+		}
+		m := wrkRate.FindSubmatch(out)
+		if m == nil {
+			return 0, fmt.Errorf("wrk: no Requests/sec in\n%s", out)
+		}
+		return strconv.ParseFloat(string(m[1]), 64)
+	}
+	var histBytes, histReqs float64
+	runDriver := func(target string) (float64, error) {
+		path := filepath.Join(dir, "driver.jsonl")
+		f, err := os.Create(path)
+		if err != nil {
+			return 0, err
+		}
+		defer os.Remove(path)
+		defer f.Close()
+		rec, err := driver.NewRecorder(history.NewWriter(f), "bench-driver", 1)
+		if err != nil {
+			return 0, err
+		}
+		st, err := driver.Run(ctx, driver.Config{BaseURL: "http://" + target, Tokens: map[string]string{"t1": "tok-t1"},
+			Headers: history.Headers{{Name: "Content-Type", Value: "application/json"}}, Concurrency: b.opts.Concurrency,
+			MaxRequests: len(intents), Deadline: b.opts.Slice, Timeout: 5 * time.Second, Recorder: rec, Seed: 1}, intents)
+		if err != nil {
+			return 0, err
+		}
+		if st.Fail > 0 || (st.Info > int64(b.opts.Concurrency)) {
+			return 0, fmt.Errorf("driver: %d fail, %d info of %d requests", st.Fail, st.Info, st.Requests)
+		}
+		if st.Requests >= int64(len(intents)) {
+			return 0, fmt.Errorf("driver: ran out of intents (%d) before the deadline", len(intents))
+		}
+		if fi, err := f.Stat(); err == nil {
+			histBytes += float64(fi.Size())
+			histReqs += float64(st.Requests)
+		}
+		return float64(st.OK) / st.Elapsed.Seconds(), nil
+	}
+	// Warm-up: connections, the proxy's first links, the page cache.
+	if _, err := runDriver(paddr); err != nil {
+		return err
+	}
+	var wrkD, wrkP, drvD, drvP []float64
+	for round := range b.opts.Repeats {
+		for _, w := range []struct {
+			name   string
+			run    func(string) (float64, error)
+			target string
+			into   *[]float64
+		}{
+			{"wrk direct", runWrk, addr, &wrkD},
+			{"driver direct", runDriver, addr, &drvD},
+			{"driver via proxy", runDriver, paddr, &drvP},
+			{"wrk via proxy", runWrk, paddr, &wrkP},
+		} {
+			rate, err := w.run(w.target)
+			if err != nil {
+				return fmt.Errorf("%s: %w", w.name, err)
+			}
+			*w.into = append(*w.into, rate)
+			b.logf("driver round %d/%d: %-16s %8.0f req/s", round+1, b.opts.Repeats, w.name, rate)
+		}
+		res.Wrk, res.WrkProxy, res.Driver, res.DriverProxy = Summarize(wrkD), Summarize(wrkP), Summarize(drvD), Summarize(drvP)
+		if histReqs > 0 {
+			res.HistoryBytesPerRequest = histBytes / histReqs
+		}
+	}
+	return nil
+}
+
+// benchIntents are n single-attempt intents with distinct keys, all due at
+// once: the driver sends them as fast as its concurrency allows.
+func benchIntents(n int) []driver.Intent {
+	body := []byte(refbench.Body)
+	out := make([]driver.Intent, n)
+	for i := range out {
+		id := "i" + strconv.Itoa(i+1)
+		out[i] = driver.Intent{ID: id, Tenant: "t1", Key: "bench-" + id, Method: "POST", Path: "/v1/orders", Body: body}
+	}
+	return out
+}

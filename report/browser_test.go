@@ -1,0 +1,266 @@
+package report_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/report"
+)
+
+// screenshotTo also writes the example page's screenshot there; it is how
+// docs/report-example.png is made:
+//
+//	go test ./report/ -run TestWriteHTML_InBrowser -report.screenshot=$PWD/docs/report-example.png
+var screenshotTo = flag.String("report.screenshot", "", "also write the example report's screenshot (PNG) to this file")
+
+const installChromium = "apt-get update && apt-get install -y chromium"
+
+// chromiumPath finds the browser. The browser test runs in CI, so a missing
+// browser is a broken setup and fails; IDEMCHAOS_BROWSER_TESTS=0 is the one
+// explicit way to skip it (on a laptop without chromium).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("IDEMCHAOS_BROWSER_TESTS") == "0" {
+		t.Skip("IDEMCHAOS_BROWSER_TESTS=0: browser test skipped")
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	t.Fatalf("chromium not found (neither on PATH nor /usr/bin/chromium): the HTML report's browser test needs it.\n"+
+		"Install it with:  %s\n(or set IDEMCHAOS_BROWSER_TESTS=0 to skip this test on a machine without it)", installChromium)
+	return ""
+}
+
+// browser is one headless chromium with a fresh profile, closed with the test.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox, // we run as root in CI
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(bcancel)
+	return bctx
+}
+
+// pageLog collects what the page said and asked for while it loaded.
+type pageLog struct {
+	mu       sync.Mutex
+	problems []string // console errors, exceptions, error log entries (CSP violations are these)
+	requests []string // every URL the page requested
+}
+
+func (l *pageLog) listen(ev any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch e := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		d := e.ExceptionDetails
+		msg := d.Text
+		if d.Exception != nil {
+			msg += " " + d.Exception.Description
+		}
+		l.problems = append(l.problems, "exception: "+msg)
+	case *runtime.EventConsoleAPICalled:
+		if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeAssert || e.Type == runtime.ConsoleAPICalledTypeWarning {
+			var args []string
+			for _, a := range e.Args {
+				args = append(args, string(a.Value)+a.Description)
+			}
+			l.problems = append(l.problems, fmt.Sprintf("console.%s: %s", e.Type, strings.Join(args, " ")))
+		}
+	case *log.EventEntryAdded:
+		if e.Entry.Level == log.EntryLevelError || e.Entry.Level == log.EntryLevelWarning {
+			l.problems = append(l.problems, fmt.Sprintf("log %s (%s): %s", e.Entry.Level, e.Entry.Source, e.Entry.Text))
+		}
+	case *network.EventRequestWillBeSent:
+		l.requests = append(l.requests, e.Request.URL)
+	}
+}
+
+// openReport writes the report to a file, opens it and returns the page's
+// log once it has loaded.
+func openReport(t *testing.T, ctx context.Context, name string, rep report.Report, tls []report.Timeline) (*pageLog, string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), name)
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := report.WriteHTML(f, rep, tls); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pl := &pageLog{}
+	if err := chromedp.Listen(ctx, pl.listen); err != nil {
+		t.Fatalf("start chromium (%s): %v", installChromium, err)
+	}
+	url := "file://" + file
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	return pl, url
+}
+
+// eval runs a script returning JSON-able data.
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// checkClean asserts the page logged no error and requested nothing but
+// itself. An evaluation round trip first makes sure every event the load
+// caused has been delivered to the listener.
+func checkClean(t *testing.T, ctx context.Context, pl *pageLog, url string) {
+	t.Helper()
+	eval[bool](t, ctx, `true`)
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for _, p := range pl.problems {
+		t.Errorf("page problem: %s", p)
+	}
+	for _, r := range pl.requests {
+		if r != url {
+			t.Errorf("the page requested %s: a report must need no network and no other file", r)
+		}
+	}
+}
+
+func TestWriteHTML_InBrowser(t *testing.T) {
+	ctx := browser(t)
+
+	t.Run("example", func(t *testing.T) {
+		rep, tls := checkedReport(t, examplePath)
+		pl, url := openReport(t, ctx, "example.html", rep, tls)
+		checkClean(t, ctx, pl, url)
+		if n := eval[int](t, ctx, `document.querySelectorAll('[data-key="k-1"] svg rect.attempt').length`); n != 2 {
+			t.Errorf("k-1's timeline shows %d attempt bars, want 2", n)
+		}
+		// The embedded script ran (the CSP allowed it by hash): it turned
+		// the SVG titles into hover tooltips.
+		if n := eval[int](t, ctx, `document.querySelectorAll('svg.tl title').length`); n != 0 {
+			t.Errorf("%d SVG titles left: the page's script did not run", n)
+		}
+		w := eval[float64](t, ctx, `document.querySelector('[data-key="k-1"] svg').getBoundingClientRect().width`)
+		if w < 600 {
+			t.Errorf("the timeline is %v px wide in a 1280 px window; want it to use the page", w)
+		}
+		png := screenshot(t, ctx)
+		if *screenshotTo != "" {
+			if err := os.WriteFile(*screenshotTo, png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
+	t.Run("fixture and hostile strings", func(t *testing.T) {
+		frep := violatingReport("h.jsonl", report.Violation{Tenant: "t1", Key: "k-9", Intent: "i1", Ops: []int64{1, 2},
+			Explanation: "intent i1 produced 2 order effects"})
+		hrep, _ := hostileHistory(t, pwn)
+		rep := report.New(append(frep.Runs, hrep.Runs...))
+		hs := map[string]*history.History{"h.jsonl": loadHistory(t, fixture), "hostile.jsonl": hostileLoaded(t, pwn)}
+		pl, url := openReport(t, ctx, "hostile.html", rep, report.Timelines(rep, hs))
+		checkClean(t, ctx, pl, url)
+		if n := eval[int](t, ctx, `document.querySelectorAll('[data-key="k-9"] svg rect.attempt').length`); n != 6 {
+			t.Errorf("k-9's timeline shows %d attempt bars, want 6", n)
+		}
+		if p := eval[string](t, ctx, `typeof window.__pwned`); p != "undefined" {
+			t.Errorf("an injected script ran: window.__pwned is %s", p)
+		}
+		if n := eval[int](t, ctx, `document.querySelectorAll('img, [onerror]').length`); n != 0 {
+			t.Errorf("%d injected elements in the DOM", n)
+		}
+		if n := eval[int](t, ctx, `document.scripts.length`); n != 1 {
+			t.Errorf("%d scripts in the DOM, want only the page's own", n)
+		}
+		// The hostile key reaches the DOM as text, intact.
+		key := eval[string](t, ctx, `document.querySelectorAll('section.timeline')[1].dataset.key`)
+		if want := "k-9" + pwn[0] + pwn[1]; key != want {
+			t.Errorf("hostile key in the DOM = %q, want %q", key, want)
+		}
+		// Hovering op 2's bar shows its response body, as text only.
+		tip := eval[json.RawMessage](t, ctx, `(() => {
+			const bar = document.querySelectorAll('section.timeline')[1].querySelector('rect.attempt[data-op="2"]');
+			const r = bar.getBoundingClientRect();
+			const at = {bubbles: true, clientX: r.left + r.width / 2, clientY: r.top + r.height / 2};
+			bar.dispatchEvent(new MouseEvent('mouseover', at));
+			bar.dispatchEvent(new MouseEvent('mousemove', at));
+			const tip = document.getElementById('tip');
+			return {hidden: tip.hidden, text: tip.textContent, children: tip.children.length};
+		})()`)
+		var got struct {
+			Hidden   bool
+			Text     string
+			Children int
+		}
+		if err := json.Unmarshal(tip, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Hidden || got.Children != 0 || !strings.Contains(got.Text, pwn[0]) || !strings.Contains(got.Text, "status 201") {
+			t.Errorf("tooltip of op 2 = %+v; want it shown, as text, with the body", got)
+		}
+		checkClean(t, ctx, pl, url)
+		screenshot(t, ctx)
+	})
+}
+
+// pwn are payloads that would set window.__pwned if they ever ran.
+var pwn = []string{`<script>window.__pwned=1</script>`, `"><img src=x onerror="window.__pwned=2">`}
+
+func hostileLoaded(tb testing.TB, payloads []string) *history.History {
+	tb.Helper()
+	return loadHistory(tb, hostileJSONL(payloads))
+}
+
+// screenshot saves the whole page as a PNG in the test's temp dir.
+func screenshot(t *testing.T, ctx context.Context) []byte {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "report.png")
+	if err := os.WriteFile(file, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", file)
+	return png
+}
