@@ -15,13 +15,16 @@ import (
 
 // TB is the part of testing.TB the harness uses. A small interface lets the
 // harness's own tests run a failing case against a fake and assert that it
-// failed, as rapid's TB does.
+// failed, as rapid's TB does. Errorf and FailNow make every TB a testify
+// require.TestingT, so a test can state its own expectations about a case
+// with require and assert on the same value.
 type TB interface {
 	Helper()
 	Name() string
 	Logf(format string, args ...any)
 	Errorf(format string, args ...any)
 	Fatalf(format string, args ...any)
+	FailNow()
 	Skipf(format string, args ...any)
 	Failed() bool
 	Cleanup(func())
