@@ -9,7 +9,6 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/internal/env"
-	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -160,10 +159,6 @@ func (c Case) validate() ([]*scenarios.Scenario, error) {
 	if len(c.Steps) == 0 {
 		return nil, errors.New("harness: a case needs at least one step")
 	}
-	mutants := map[string]bool{"": true}
-	for _, m := range reference.Mutants() {
-		mutants[m.Name] = true
-	}
 	var errs []error
 	loaded := make([]*scenarios.Scenario, len(c.Steps))
 	for i, st := range c.Steps {
@@ -187,8 +182,8 @@ func (c Case) validate() ([]*scenarios.Scenario, error) {
 		default:
 			loaded[i] = loaded[i-1]
 		}
-		if !mutants[st.Mutant] {
-			errs = append(errs, fmt.Errorf("%s: unknown mutant %q (see idemchaos reference mutants)", at, st.Mutant))
+		if _, err := LookupMutant(st.Mutant); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", at, err))
 		}
 		if st.Mutant != "" && loaded[i] != nil && loaded[i].Target.Reference == nil {
 			errs = append(errs, fmt.Errorf("%s: a mutant needs a reference target", at))

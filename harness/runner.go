@@ -20,6 +20,7 @@ import (
 	"github.com/idemchaos/idemchaos/internal/ctxwait"
 	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/internal/proxy"
+	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -431,4 +432,20 @@ func nothingSucceeded(h *history.History) string {
 		parts[i] = fmt.Sprintf("%d× %s", statuses[k], k)
 	}
 	return fmt.Sprintf("no request succeeded (%s), so nothing was judged: check the endpoint's path, body and tokens", strings.Join(parts, ", "))
+}
+
+// LookupMutant returns the reference's mutant of that name; "" and
+// [CorrectService] are the correct service (a zero Mutant). An unknown name
+// is an error that suggests the closest one.
+func LookupMutant(name string) (reference.Mutant, error) {
+	if name == CorrectService {
+		name = ""
+	}
+	return reference.LookupMutant(name)
+}
+
+// CheckMutant refuses an unknown mutant name before anything starts.
+func CheckMutant(name string) error {
+	_, err := LookupMutant(name)
+	return err
 }

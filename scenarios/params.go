@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/faults"
+	"github.com/idemchaos/idemchaos/internal/suggest"
 )
 
 // Build returns the fault the spec describes: a fresh value of its kind
@@ -110,7 +111,7 @@ func (p paramProblem) text(kind, where string) string {
 	if len(p.allowed) == 0 {
 		return fmt.Sprintf("unknown key %q in %s (%s takes no parameters)", p.key, where, kind)
 	}
-	return fmt.Sprintf("unknown key %q in %s (%s takes: %s)%s", p.key, where, kind, strings.Join(p.allowed, ", "), didYouMean(p.key, p.allowed))
+	return fmt.Sprintf("unknown key %q in %s (%s takes: %s)%s", p.key, where, kind, strings.Join(p.allowed, ", "), suggest.DidYouMean(p.key, p.allowed))
 }
 
 // decodeParams sets f's parameter fields from params and returns every

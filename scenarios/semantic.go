@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/faults"
+	"github.com/idemchaos/idemchaos/internal/suggest"
 )
 
 // checkSemantics runs the rules a JSON Schema cannot say. Each rule reads
@@ -276,7 +277,7 @@ func (t *tree) checkEndpoint() {
 		for _, m := range placeholderRE.FindAllStringSubmatch(body, -1) {
 			if !slices.Contains(placeholders, m[1]) || m[0] != "{{"+m[1]+"}}" {
 				hint := ""
-				if s := suggest(m[1], placeholders); s != "" {
+				if s := suggest.Closest(m[1], placeholders); s != "" {
 					hint = "; did you mean {{" + s + "}}?"
 				}
 				t.errorf(t.posOf("/endpoint/body"), "endpoint.body: unknown placeholder %s%s (known: {{%s}})", m[0], hint, strings.Join(placeholders, "}}, {{"))
@@ -395,7 +396,7 @@ func (t *tree) checkSteps() {
 			if !slices.Contains(checkers.Names(), exp) {
 				what = "is not an invariant"
 			}
-			t.errorf(t.posOf(sp+"/expect"), "%s.expect: %q %s (expected clean or one of: %s)%s", t.where(sp), exp, what, strings.Join(names, ", "), didYouMean(exp, names))
+			t.errorf(t.posOf(sp+"/expect"), "%s.expect: %q %s (expected clean or one of: %s)%s", t.where(sp), exp, what, strings.Join(names, ", "), suggest.DidYouMean(exp, names))
 		}
 		if resend, _ := t.get(sp + "/resend"); resend == true && i == 0 {
 			t.errorf(t.keyPos(sp+"/resend"), "%s.resend: the first step has no earlier step to resend", t.where(sp))

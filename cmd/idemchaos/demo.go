@@ -36,7 +36,7 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, n := range mutants {
-				if err := knownMutant(n); err != nil {
+				if err := harness.CheckMutant(n); err != nil {
 					return usageError(err)
 				}
 			}

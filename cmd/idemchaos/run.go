@@ -16,7 +16,6 @@ import (
 	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/harness/oracle"
 	"github.com/idemchaos/idemchaos/internal/env"
-	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/report"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -93,7 +92,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if err := knownMutant(f.mutant); err != nil {
+	if err := harness.CheckMutant(f.mutant); err != nil {
 		return usageError(err)
 	}
 	ss, err := loadScenarios(f.files)
@@ -376,49 +375,4 @@ func exitFor(rep report.Report) error {
 		return nil
 	}
 	return &ExitError{Code: rep.ExitCode}
-}
-
-// knownMutant refuses a mutant name before anything starts, suggesting the
-// closest one.
-func knownMutant(name string) error {
-	if name == "" || name == harness.CorrectService {
-		return nil
-	}
-	var names []string
-	best, bestDist := "", 1<<30
-	for _, m := range reference.Mutants() {
-		if m.Name == name {
-			return nil
-		}
-		names = append(names, m.Name)
-		if d := editDistance(name, m.Name); d < bestDist {
-			best, bestDist = m.Name, d
-		}
-	}
-	hint := ""
-	if bestDist <= 3 {
-		hint = fmt.Sprintf("; did you mean %q?", best)
-	}
-	return fmt.Errorf("unknown mutant %q%s (known: %s)", name, hint, strings.Join(names, ", "))
-}
-
-// editDistance is the Levenshtein distance, for suggestions.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
