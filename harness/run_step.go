@@ -80,7 +80,7 @@ func (r *Runner) runStep(ctx context.Context, w *world, t *target, tr scenarios.
 	stats, err := driver.Run(ctx, cfg, plan.Intents)
 	hctx := context.WithoutCancel(ctx)
 	for _, f := range fs {
-		if isAimed(f.fault, f.spec.When) {
+		if f.aimed {
 			_ = f.fault.Heal(hctx, w)
 		}
 	}

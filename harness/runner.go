@@ -198,7 +198,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	if r.Local != nil && s.Target.Reference != nil {
 		w.standby = r.Local.Standby()
 	}
-	ora := r.oracleFor(s, t)
+	ora := oracleFor(s, t.dsn, t.consumer != nil)
 	recorded := map[string]bool{}
 	checker, keep, err := checkerFor(s)
 	if err != nil {
@@ -295,14 +295,18 @@ func (r *Runner) startTarget(ctx context.Context, s *scenarios.Scenario, mutant 
 	return startExternal(r.External, &s.Target, s.Effects.DSN, tokens), nil
 }
 
-func (r *Runner) oracleFor(s *scenarios.Scenario, t *target) oracle.Oracle {
+// oracleFor is the one place an effect oracle is made from a scenario:
+// the reference's reads its database (dsn), waiting for its consumer to
+// drain the queue when one runs; sql and http read the user's service.
+// nil: the scenario reads no effects.
+func oracleFor(s *scenarios.Scenario, dsn string, consumer bool) oracle.Oracle {
 	switch s.Effects.Oracle {
 	case "reference":
 		drain := time.Duration(0)
-		if s.Target.Reference != nil && s.Target.Reference.Consumer {
+		if consumer && s.Target.Reference != nil {
 			drain = 10*time.Second + s.Target.Reference.VisibilityTimeout
 		}
-		return oracle.Reference(t.dsn, drain)
+		return oracle.Reference(dsn, drain)
 	case "sql":
 		return oracle.SQL(s.Effects.DSN, s.Effects.Query)
 	case "http":

@@ -23,6 +23,9 @@ import (
 // parameter or a value of the wrong type is an error. Durations are
 // strings ("500ms").
 func (f FaultSpec) Build() (faults.Fault, error) {
+	if f.proto != nil && f.proto.Kind() == f.Kind {
+		return faults.Clone(f.proto), nil
+	}
 	fault, err := faults.New(f.Kind)
 	if err != nil {
 		return nil, fmt.Errorf("build fault: %w", err)

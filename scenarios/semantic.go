@@ -124,27 +124,6 @@ func loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// hookNeeds lists, per fault kind, the hooks it needs on a url target.
-func hookNeeds(kind string, params map[string]any) []string {
-	switch kind {
-	case "crash":
-		if params["no_restart"] == true {
-			return []string{"kill"}
-		}
-		return []string{"kill", "restart"}
-	case "consumer-restart":
-		return []string{"kill_consumer", "restart_consumer"}
-	case "replica-lag":
-		return []string{"replica_delay"}
-	case "retention-expiry":
-		if params["no_purge"] == true {
-			return nil
-		}
-		return []string{"purge"}
-	}
-	return nil
-}
-
 // checkFaults checks the fault list at p: parameters, when, hooks.
 func (t *tree) checkFaults(p string) {
 	list, _ := t.get(p)
@@ -181,6 +160,11 @@ func (t *tree) checkFaults(p string) {
 					at = t.posOf(fp)
 				}
 				t.wrapf(at, err, "%s: %v", t.where(pp), err)
+			} else {
+				if t.built == nil {
+					t.built = map[string]faults.Fault{}
+				}
+				t.built[fp] = fault
 			}
 		}
 		if t.has(fp+"/when/fraction") && t.has(fp+"/when/nth") {
@@ -188,7 +172,7 @@ func (t *tree) checkFaults(p string) {
 		}
 		if t.isURLTarget() {
 			var missing []string
-			for _, h := range hookNeeds(kind, params) {
+			for _, h := range faults.HooksOf(fault) {
 				if s, _ := t.str("/hooks/" + h); strings.TrimSpace(s) == "" {
 					missing = append(missing, "hooks."+h)
 				}
