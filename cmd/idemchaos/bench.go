@@ -71,7 +71,7 @@ and reports its errors and inconclusive runs (target 0 and 0).`,
 			}
 			if err != nil {
 				if errors.Is(err, context.Canceled) {
-					return &ExitError{Code: 130, Err: errors.New("interrupted: every process stopped and temp dirs removed")}
+					return errInterrupted()
 				}
 				if errors.Is(err, bench.ErrUnknownSection) {
 					return usageError(err)

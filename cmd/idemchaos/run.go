@@ -147,7 +147,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 				fmt.Fprintf(cmd.ErrOrStderr(), "partial history kept: %s\n", o.HistoryPath)
 			}
 			if ctx.Err() != nil {
-				return &ExitError{Code: 130, Err: errors.New("interrupted: every process stopped and temp dirs removed")}
+				return errInterrupted()
 			}
 			return usageError(oneLineError{fmt.Errorf("%s: %w", s.Name, err)})
 		}
@@ -165,6 +165,11 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 			run.Repro = "not re-run or shrunk: your service remembers this run's keys and effects; replay against a fresh database"
 		default:
 			m.investigate(ctx, cmd, r, s, o, f, &run)
+			if ctx.Err() != nil {
+				// A classification from re-runs cut short would be a guess.
+				fmt.Fprintf(cmd.ErrOrStderr(), "history kept: %s\n", o.HistoryPath)
+				return errInterrupted()
+			}
 		}
 		runs = append(runs, run)
 		outcomes = append(outcomes, o)
@@ -197,6 +202,12 @@ func (m *Main) investigate(ctx context.Context, cmd *cobra.Command, r *harness.R
 		fails := 1
 		for i := 0; i < f.reruns; i++ {
 			again, err := r.Run(ctx, s, opts)
+			if ctx.Err() != nil {
+				if again != nil && again.HistoryPath != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "partial history kept: %s\n", again.HistoryPath)
+				}
+				return
+			}
 			if err != nil {
 				break
 			}
