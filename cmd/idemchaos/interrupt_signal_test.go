@@ -261,4 +261,3 @@ func TestInterrupt_DuringDemo(t *testing.T) {
 	}
 	assertPartial(t, m[1])
 }
-
