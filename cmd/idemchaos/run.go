@@ -160,6 +160,9 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 			if ctx.Err() != nil {
 				// A classification from re-runs cut short would be a guess.
 				fmt.Fprintf(cmd.ErrOrStderr(), "history kept: %s\n", o.HistoryPath)
+				if found.Partial != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "partial history kept: %s\n", found.Partial)
+				}
 				return errInterrupted()
 			}
 			run.Repro = found.Repro
