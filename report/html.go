@@ -224,6 +224,8 @@ func runStatus(run Run) string {
 	switch {
 	case run.Error != "":
 		return "error"
+	case run.Met && run.Expect == "caught":
+		return "caught"
 	case run.Met:
 		return "pass"
 	}

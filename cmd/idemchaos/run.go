@@ -112,6 +112,9 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		}
 		plans = map[int]harness.Plan{0: p}
 	}
+	if err := f.out.check(len(ss)); err != nil {
+		return usageError(err)
+	}
 	ctx := cmd.Context()
 	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: kind, TargetURL: targetURL, AllowRemote: f.allowRemote,
 		DatabaseAddr: f.dbAddr, DatabaseListen: f.dbListen, ToxiproxyURL: f.toxiproxy, Scenarios: ss, Mutants: []string{f.mutant}})
