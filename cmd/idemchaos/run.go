@@ -106,7 +106,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	var plans map[int]harness.Plan
 	if f.plan != "" {
-		p, err := harness.ReadPlan(f.plan)
+		p, err := readPlan(f.plan, ss)
 		if err != nil {
 			return usageError(err)
 		}
