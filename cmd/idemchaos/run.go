@@ -106,11 +106,14 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	var plans map[int]harness.Plan
 	if f.plan != "" {
-		p, err := harness.ReadPlan(f.plan)
+		p, err := readPlan(f.plan, ss)
 		if err != nil {
 			return usageError(err)
 		}
 		plans = map[int]harness.Plan{0: p}
+	}
+	if err := f.out.check(len(ss)); err != nil {
+		return usageError(err)
 	}
 	ctx := cmd.Context()
 	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: kind, TargetURL: targetURL, AllowRemote: f.allowRemote,
