@@ -49,6 +49,7 @@ var rules = map[string]rule{
 	"internal/suggest":   {},
 	"internal/proctest":  {},
 	"internal/archtest":  {},
+	"internal/modtidy":   {},
 	"internal/histgen":   {may: []string{"history"}},
 	"internal/refbench":  {may: []string{"reference"}},
 	"internal/bench": {may: append([]string{"checkers", "harness", "harness/driver", "history", "scenarios", "internal/env",
