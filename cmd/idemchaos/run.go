@@ -161,15 +161,9 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 				fmt.Fprintf(cmd.ErrOrStderr(), "history kept: %s\n", o.HistoryPath)
 				return errInterrupted()
 			}
-			run.Repro = found.Repro
-			if sr := found.Shrunk; sr != nil {
-				run.Shrunk = &report.Shrunk{From: sr.From, To: len(sr.Plan.Intents), Runs: sr.Runs, Plan: sr.Plan.Describe()}
-				if found.PlanPath != "" {
-					f := f
-					f.plan = found.PlanPath
-					run.Shrunk.Plan += fmt.Sprintf("saved: %s\nreplay it: %s%s\n", found.PlanPath, o.ReplayCommand(), f.replayFlags())
-				}
-			}
+			saved := f
+			saved.plan = found.PlanPath
+			run.AddInvestigation(found, o.ReplayCommand()+saved.replayFlags())
 		}
 		runs = append(runs, run)
 		outcomes = append(outcomes, o)
