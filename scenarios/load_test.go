@@ -139,7 +139,8 @@ steps:
     faults: []
   - traffic: {intents: 3}
 `)
-	own, second := s.Steps[0], s.Steps[1]
+	steps := s.EffectiveSteps()
+	own, second := steps[0], steps[1]
 	if own.Traffic.Intents != 7 || own.Traffic.Duplicates != 0 || own.Traffic.Retry.MaxAttempts != 9 || own.Traffic.Retry.Base != 20*time.Millisecond {
 		t.Errorf("step own traffic %+v", own.Traffic)
 	}

@@ -219,8 +219,9 @@ func (h Hooks) Named(key string) string {
 	return ""
 }
 
-// Step is one phase of a scenario. A loaded step is complete: its Traffic
-// and Faults are what it runs with, nothing left to merge.
+// Step is one phase of a scenario. A loaded step's Traffic is what it runs
+// with; its Faults are nil when the file gave it none, and
+// [Scenario.EffectiveSteps] fills them in from the scenario's.
 type Step struct {
 	// Name names the step in reports (default step-N).
 	Name string `yaml:"name" json:"name"`

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/report"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -83,7 +82,7 @@ target, failing oracle, missing hook).`,
 }
 
 func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
-	kind, err := env.ParseKind(f.envKind)
+	kind, err := harness.ParseEnvKind(f.envKind)
 	if err != nil {
 		return usageError(err)
 	}
@@ -122,8 +121,8 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		return usageError(err)
 	}
 	defer closeEnv(context.WithoutCancel(ctx))
-	if r.External != nil && r.External.DatabaseProxyAddr() != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "database proxy %s → %s (point your service's DSN at it for database faults)\n", r.External.DatabaseProxyAddr(), f.dbAddr)
+	if addr := r.DatabaseProxyAddr(); addr != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "database proxy %s → %s (point your service's DSN at it for database faults)\n", addr, f.dbAddr)
 	}
 	for _, s := range ss {
 		if err := harness.CheckOracle(ctx, s); err != nil {
@@ -168,15 +167,9 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 				}
 				return errInterrupted()
 			}
-			run.Repro = found.Repro
-			if sr := found.Shrunk; sr != nil {
-				run.Shrunk = &report.Shrunk{From: sr.From, To: len(sr.Plan.Intents), Runs: sr.Runs, Plan: sr.Plan.Describe()}
-				if found.PlanPath != "" {
-					f := f
-					f.plan = found.PlanPath
-					run.Shrunk.Plan += fmt.Sprintf("saved: %s\nreplay it: %s%s\n", found.PlanPath, o.ReplayCommand(), f.replayFlags())
-				}
-			}
+			saved := f
+			saved.plan = found.PlanPath
+			run.AddInvestigation(found, o.ReplayCommand()+saved.replayFlags())
 		}
 		runs = append(runs, run)
 		outcomes = append(outcomes, o)
