@@ -43,7 +43,7 @@ func (c durableAck) check(ix *index) Result {
 	if !h.EffectsKnown && len(effects) == 0 {
 		return finish(r, h, "the history records no effects, so what survived the crash cannot be known")
 	}
-	attr := ix.attribution(c.cfg.profile)
+	attr := ix.attribution(c.cfg.profile())
 	for _, st := range attr.intents {
 		if st.acked < 0 {
 			continue

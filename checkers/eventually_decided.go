@@ -44,7 +44,7 @@ func (c eventuallyDecided) check(ix *index) Result {
 		}
 	}
 	slices.Sort(heals)
-	bound := int64(c.cfg.decisionBound)
+	bound := int64(c.cfg.contract.DecisionBound)
 	undecidable := 0
 	order, groups := ix.byScope()
 	for g, s := range order {
@@ -70,8 +70,8 @@ func (c eventuallyDecided) check(ix *index) Result {
 				first = a.Invoke
 			}
 			lastAsked = max(lastAsked, a.Invoke)
-			stuck = stuck || (a.Outcome == history.OK && a.Status == c.cfg.profile.InFlight)
-			if cl := classify(a, c.cfg.profile); (cl == succeeded || cl == rejected) && a.Outcome == history.OK {
+			stuck = stuck || (a.Outcome == history.OK && a.Status == c.cfg.profile().InFlight)
+			if cl := classify(a, c.cfg.profile()); (cl == succeeded || cl == rejected) && a.Outcome == history.OK {
 				if decided < 0 || a.Complete < decided {
 					decided = a.Complete
 				}
@@ -102,7 +102,7 @@ func (c eventuallyDecided) check(ix *index) Result {
 	}
 	unknown := ""
 	if r.Checked > 0 && len(r.Violations) == 0 && undecidable*2 > r.Checked {
-		unknown = fmt.Sprintf("%d of %d keys stopped retrying before the %s bound without a definite answer, too many to judge", undecidable, r.Checked, c.cfg.decisionBound)
+		unknown = fmt.Sprintf("%d of %d keys stopped retrying before the %s bound without a definite answer, too many to judge", undecidable, r.Checked, c.cfg.contract.DecisionBound)
 	} else if undecidable > 0 {
 		r.Reason = fmt.Sprintf("%d %s stopped retrying before the bound and %s not judged", undecidable, plural(undecidable, "key", "keys"), plural(undecidable, "was", "were"))
 	}
@@ -123,7 +123,7 @@ func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, w
 	return Violation{
 		Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Ops: ops,
 		Explanation: fmt.Sprintf("%s %s, counting from %s; a retry must get a definite answer within %s.",
-			describeScope(s), what, since, c.cfg.decisionBound),
+			describeScope(s), what, since, c.cfg.contract.DecisionBound),
 		Cause: cause,
 	}
 }

@@ -30,7 +30,7 @@ func (c exactlyOnce) check(ix *index) Result {
 	if !h.EffectsKnown && len(effects) == 0 {
 		return finish(r, h, "the history records no effects (no effect events, and the meta event does not set effects_recorded), so nothing can be said about how many times anything executed")
 	}
-	at := ix.attribution(c.cfg.profile)
+	at := ix.attribution(c.cfg.profile())
 	var bodies map[bodyScope][]*intentState
 	for _, st := range at.intents {
 		r.Checked++
@@ -138,7 +138,7 @@ func (c exactlyOnce) duplicateCause(h *history.History, effects []history.Effect
 			}
 		}
 	}
-	if faulted(h, "retention-expiry") || maxGap(h, st.attempts) >= int64(c.cfg.retentionGap) {
+	if faulted(h, "retention-expiry") || maxGap(h, st.attempts) >= int64(c.cfg.contract.RetentionGap) {
 		return "a retry after a long gap executed again: the idempotency record was purged before the client's retry window ended (retention shorter than the retry window)"
 	}
 	if faulted(h, "replica-lag") {

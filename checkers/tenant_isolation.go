@@ -41,7 +41,7 @@ func (c tenantIsolation) check(ix *index) Result {
 	var bodies []bodyOwner
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
-		if classify(a, c.cfg.profile) != succeeded || a.RespLen == 0 {
+		if classify(a, c.cfg.profile()) != succeeded || a.RespLen == 0 {
 			continue
 		}
 		r.Checked++
@@ -70,7 +70,7 @@ func (c tenantIsolation) check(ix *index) Result {
 	seen := make(map[tenantKey]bool)
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
-		if classify(a, c.cfg.profile) != succeeded || a.RespLen == 0 {
+		if classify(a, c.cfg.profile()) != succeeded || a.RespLen == 0 {
 			continue
 		}
 		o := &bodies[owners[a.RespHash]]

@@ -351,10 +351,13 @@ func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder,
 		return err
 	}
 	for _, e := range fx {
-		if seen[e.ID] {
+		// An effect is one (tenant, id): services number orders per tenant,
+		// so the same id under two tenants is two effects.
+		id := e.Tenant + "\x00" + e.ID
+		if seen[id] {
 			continue
 		}
-		seen[e.ID] = true
+		seen[id] = true
 		if err := rec.Effect(e.Tenant, e.Key, e.Intent, e.ID, e.Kind); err != nil {
 			return err
 		}
