@@ -3,6 +3,7 @@ package checkers
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/idemchaos/idemchaos/history"
@@ -46,6 +47,7 @@ func (c eventuallyDecided) check(ix *index) Result {
 	slices.Sort(heals)
 	bound := int64(c.cfg.contract.DecisionBound)
 	undecidable := 0
+	var successes []int64 // completion times of every success, sorted
 	order, groups := ix.byScope()
 	for g, s := range order {
 		idx := groups[g]
@@ -81,6 +83,15 @@ func (c eventuallyDecided) check(ix *index) Result {
 			continue
 		}
 		r.Checked++
+		if decided < 0 {
+			if successes == nil {
+				successes = successTimes(h, c.cfg.profile())
+			}
+			if v, bad := c.cached5xx(h, s, idx, evidence, successes); bad {
+				r.Violations = append(r.Violations, v)
+				continue
+			}
+		}
 		if decided >= 0 && decided-first <= bound {
 			continue
 		}
@@ -117,8 +128,11 @@ func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, w
 	// Only an in-flight answer points at an orphaned claim; a key that only
 	// ever saw timeouts or 5xx points at a service that did not recover.
 	cause := "the service kept answering with timeouts or 5xx instead of a decision: it did not recover from the fault, or retries hit a dead dependency"
-	if stuck {
+	switch {
+	case stuck && faulted(h, "crash"):
 		cause = "a 'processing' record whose holder died has no lease, so it blocks every retry forever"
+	case stuck:
+		cause = "the key's 'processing' record is never completed or released (no lease, or the outcome of the first attempt is never written), so every retry is told it is still in flight"
 	}
 	return Violation{
 		Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Ops: ops,
@@ -143,4 +157,63 @@ func answersOps(h *history.History, idx []int32, ops []int64) string {
 		return answers(h, sel[:6]) + ", …"
 	}
 	return answers(h, sel)
+}
+
+// cached5xx catches a key whose retries all got the very same 5xx while
+// other keys succeeded meanwhile: the service stored the error as the key's
+// response and replays it, so no retry can ever succeed. It needs three
+// identical answers to retries (two when the service marks them replayed),
+// so that a passing failure repeated by chance is not blamed.
+func (c eventuallyDecided) cached5xx(h *history.History, s scope, idx []int32, evidence func(*history.Attempt) bool, successes []int64) (Violation, bool) {
+	var same []int32
+	var want answer
+	marked := false
+	for _, i := range idx {
+		a := &h.Attempts[i]
+		if !evidence(a) {
+			continue
+		}
+		if a.Outcome != history.OK || a.Status < 500 {
+			return Violation{}, false
+		}
+		if len(same) == 0 {
+			want = answerOf(a)
+		} else if answerOf(a) != want {
+			return Violation{}, false
+		}
+		same = append(same, i)
+		for _, f := range a.RespHeaders {
+			if strings.HasSuffix(strings.ToLower(f.Name), "replayed") && strings.EqualFold(f.Value, "true") {
+				marked = true
+			}
+		}
+	}
+	if len(same) < 3 && (len(same) < 2 || !marked) {
+		return Violation{}, false
+	}
+	from, to := h.Attempts[same[0]].Invoke, h.Attempts[same[len(same)-1]].Complete
+	n, _ := slices.BinarySearch(successes, from)
+	if n == len(successes) || successes[n] > to {
+		return Violation{}, false // nothing else succeeded meanwhile: the service may be down
+	}
+	ops := opsOf(h, same)
+	a := &h.Attempts[same[0]]
+	return Violation{
+		Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: a.Intent, Ops: ops,
+		Explanation: fmt.Sprintf("%s got the same %d with %s to all %d of its retries (%s), while other keys succeeded at %s; a retry after a failure must be able to succeed.",
+			describeScope(s), a.Status, quoteBody(a), len(same), opList(ops), at(successes[n])),
+		Cause: "the service stored the 5xx as the key's response and replays it: a failed execution must release the key (or store nothing), not cache the error",
+	}, true
+}
+
+// successTimes returns when every success of the history arrived, sorted.
+func successTimes(h *history.History, p Profile) []int64 {
+	out := []int64{}
+	for i := range h.Attempts {
+		if a := &h.Attempts[i]; classify(a, p) == succeeded {
+			out = append(out, a.Complete)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

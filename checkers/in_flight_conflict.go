@@ -354,7 +354,7 @@ func duplicatedKeys(effects []history.Effect, keys map[tenantKey]bool) map[tenan
 		k := kk{tenantKey{e.Tenant, e.Key}, e.Kind}
 		n[k]++
 		if n[k] >= 2 {
-			out[k.tk] = fmt.Sprintf("%d %s effects", n[k], e.Kind)
+			out[k.tk] = countOf(n[k], e.Kind)
 		}
 	}
 	return out

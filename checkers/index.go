@@ -23,6 +23,7 @@ type index struct {
 
 	attr        *attribution
 	attrProfile Profile
+	attrFP      string
 
 	// deadline, when set, is when the checks that compare the attempts of
 	// a key stop and call the keys they did not reach unknown.
@@ -124,10 +125,10 @@ func (ix *index) byInvoke(x, y int32) int {
 	return 0
 }
 
-// attribution returns the effects joined to intents under profile p.
-func (ix *index) attribution(p Profile) *attribution {
-	if ix.attr == nil || ix.attrProfile != p {
-		ix.attr, ix.attrProfile = attribute(ix.h, ix.effects, p), p
+// attribution returns the effects joined to intents under contract ct.
+func (ix *index) attribution(ct *Contract) *attribution {
+	if ix.attr == nil || ix.attrProfile != ct.Profile || ix.attrFP != ct.Fingerprint {
+		ix.attr, ix.attrProfile, ix.attrFP = attribute(ix.h, ix.effects, ct.Profile, ct), ct.Profile, ct.Fingerprint
 	}
 	return ix.attr
 }
