@@ -200,7 +200,7 @@ func (c eventuallyDecided) cached5xx(h *history.History, s scope, idx []int32, e
 	a := &h.Attempts[same[0]]
 	return Violation{
 		Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: a.Intent, Ops: ops,
-		Explanation: fmt.Sprintf("%s got the same %d with %s to all %d of its retries (%s), while other keys succeeded at %s; a retry after a failure must be able to succeed.",
+		Explanation: fmt.Sprintf("%s got the same %d with %s to all %d of its attempts (%s), while other keys succeeded at %s; a retry after a failure must be able to succeed.",
 			describeScope(s), a.Status, quoteBody(a), len(same), opList(ops), at(successes[n])),
 		Cause: "the service stored the 5xx as the key's response and replays it: a failed execution must release the key (or store nothing), not cache the error",
 	}, true

@@ -46,7 +46,10 @@ func (c exactlyOnce) check(ix *index) Result {
 			}
 			continue
 		}
-		r.Violations = append(r.Violations, c.judgeGroup(h, effects, g, unread)...)
+		if bodies == nil {
+			bodies = indexBodies(h, at)
+		}
+		r.Violations = append(r.Violations, c.judgeGroup(h, effects, g, unread, bodies)...)
 	}
 	var notes []string
 	if at.orphans > 0 {
@@ -105,7 +108,7 @@ func (c exactlyOnce) judgeUnit(h *history.History, effects []history.Effect, u *
 // counted against what the units together may have produced, and a
 // shortfall or an excess is reported for the group, never pinned on one
 // intent the evidence cannot single out.
-func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, g *group, unread bool) []Violation {
+func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, g *group, unread bool, bodies map[bodyScope][]*intentState) []Violation {
 	var out []Violation
 	for _, u := range g.units {
 		if len(u.exact) >= 2 {
@@ -147,7 +150,17 @@ func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, g 
 			out = append(out, c.groupExcess(h, effects, g, k, room))
 		}
 	}
-	if need > most && !unread {
+	switch {
+	case unread || need <= most:
+	case most == 0:
+		// No effect names only the key: each acknowledged unit without an
+		// effect of its own is certainly the one that lacks it.
+		for _, u := range g.units {
+			if u.acked != nil && len(u.exact) == 0 {
+				out = append(out, c.lost(h, u.acked, bodies))
+			}
+		}
+	default:
 		out = append(out, c.groupShortfall(h, g, need, most, pool))
 	}
 	return out
@@ -167,7 +180,18 @@ func (c exactlyOnce) groupExcess(h *history.History, effects []history.Effect, g
 	v.Explanation = fmt.Sprintf("%s: %s %s between them, which name no intent, where at most %d could have executed; each request may execute once.",
 		describeGroup(h, g), countOf(len(k.idx), k.kind), "("+effectList(effects, k.idx)+")", room)
 	st := g.units[0].intents[0]
-	v.Cause = c.duplicateCause(h, effects, unitAttemptsOf(g), st, []kindEffects{k}, []kindEffects{k})
+	all := unitAttemptsOf(g)
+	retried := false
+	for _, u := range g.units {
+		for _, x := range u.intents {
+			retried = retried || len(x.attempts) > 1
+		}
+	}
+	if retried {
+		v.Cause = c.duplicateCause(h, effects, all, st, []kindEffects{k}, []kindEffects{k})
+	} else {
+		v.Cause = "no request was retried, so one request's write was applied more than once (a retried transaction or a redelivered job that is not idempotent), or effects are written without a request"
+	}
 	return v
 }
 
