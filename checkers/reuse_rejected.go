@@ -34,7 +34,7 @@ func (c reuseRejected) check(ix *index) Result {
 			if byKey == nil {
 				byKey = scopesByKey(order)
 			}
-			if v, bad := c.phantomReuse(h, s, idx, order, groups, byKey[s.key]); bad {
+			if v, bad := c.phantomReuse(h, s, idx, order, groups, byKey[s.key], &r.Checked); bad {
 				r.Violations = append(r.Violations, v)
 			}
 			continue
@@ -156,7 +156,7 @@ func overlapsAny(h *history.History, idx []int32, a *history.Attempt, ct *Contra
 // key before, the service matched its record: a global key space. An
 // identical retry rejected so is replay-identical's to report; a first use
 // rejected so, with no other use of the key anywhere, is reported here.
-func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, order []scope, groups [][]int32, same []int) (Violation, bool) {
+func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, order []scope, groups [][]int32, same []int, checked *int) (Violation, bool) {
 	if c.cfg.profile().Reuse == 0 {
 		return Violation{}, false
 	}
@@ -165,6 +165,7 @@ func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, or
 		if a.Outcome != history.OK || a.Status != c.cfg.profile().Reuse {
 			continue
 		}
+		*checked++
 		v := Violation{
 			Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: a.Intent, Ops: []int64{a.Op},
 		}
