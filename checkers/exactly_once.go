@@ -334,6 +334,11 @@ func (c exactlyOnce) duplicateCause(h *history.History, effects []history.Effect
 	if first.Key == "" {
 		return "the requests carried no idempotency key, so nothing could tell the duplicates apart"
 	}
+	// A purge between the intent's attempts explains one more execution,
+	// even when the retries after it came as an overlapping burst.
+	if purgedBetween(h, attempts) && maxKind(dup) == 2 {
+		return "the retries after the purge executed again: the idempotency record was purged before the client's retry window ended (retention shorter than the retry window)"
+	}
 	for x := 0; x < len(attempts) && x < 64; x++ {
 		for y := x + 1; y < len(attempts) && y < 64; y++ {
 			if overlaps(&h.Attempts[attempts[x]], &h.Attempts[attempts[y]], h.End) {
@@ -441,4 +446,30 @@ func maxGap(h *history.History, idx []int32) int64 {
 		}
 	}
 	return gap
+}
+
+// purgedBetween reports a retention-expiry fault fired after the first of
+// the attempts was sent and before the last was.
+func purgedBetween(h *history.History, attempts []int32) bool {
+	if len(attempts) < 2 {
+		return false
+	}
+	from, to := h.Attempts[attempts[0]].Invoke, h.Attempts[attempts[0]].Invoke
+	for _, i := range attempts {
+		to = max(to, h.Attempts[i].Invoke)
+	}
+	for _, f := range h.Faults {
+		if f.Kind == "retention-expiry" && f.Action == "fire" && f.NS > from && f.NS < to {
+			return true
+		}
+	}
+	return false
+}
+
+func maxKind(dup []kindEffects) int {
+	n := 0
+	for _, d := range dup {
+		n = max(n, len(d.idx))
+	}
+	return n
 }

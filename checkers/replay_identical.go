@@ -85,7 +85,7 @@ func (c replayIdentical) check(ix *index) Result {
 		}
 		for _, p := range ps {
 			if len(p.bad) > 0 {
-				r.Violations = append(r.Violations, c.violation(h, s, p.first, p.bad))
+				r.Violations = append(r.Violations, c.violation(h, ix.effects, s, p.first, p.bad))
 			}
 		}
 		if refused != nil {
@@ -207,7 +207,7 @@ func (c replayIdentical) differs(a, b *history.Attempt) string {
 	return ""
 }
 
-func (c replayIdentical) violation(h *history.History, s scope, first int32, bad []int32) Violation {
+func (c replayIdentical) violation(h *history.History, effects []history.Effect, s scope, first int32, bad []int32) Violation {
 	a, b := &h.Attempts[first], &h.Attempts[bad[0]]
 	ops := append([]int64{a.Op}, opsOf(h, bad)...)
 	diff := c.differs(a, b)
@@ -219,6 +219,8 @@ func (c replayIdentical) violation(h *history.History, s scope, first int32, bad
 	switch {
 	case b.RespLen == 0 && a.RespLen > 0:
 		v.Cause = "the replay returns an empty body: the first response was not stored, so a client that lost it never learns the order id (empty replay)"
+	case strings.HasPrefix(diff, "body") && executedTwice(effects, s):
+		v.Cause = "the retry was executed a second time and its own response returned: the lookup missed the stored record, so this is no replay at all"
 	case strings.HasPrefix(diff, "body"):
 		v.Cause = "the replay rebuilt the response instead of returning the stored bytes (ids or timestamps regenerated on replay)"
 	case strings.HasPrefix(diff, "no "):
@@ -229,4 +231,13 @@ func (c replayIdentical) violation(h *history.History, s scope, first int32, bad
 		v.Cause = "the replay does not restore the stored status"
 	}
 	return v
+}
+
+// executedTwice reports an effect kind the scope's (tenant, key) produced
+// more than once.
+func executedTwice(effects []history.Effect, s scope) bool {
+	if s.key == "" {
+		return false
+	}
+	return duplicatedKeys(effects, map[tenantKey]bool{{s.tenant, s.key}: true})[tenantKey{s.tenant, s.key}] != ""
 }
