@@ -140,15 +140,18 @@ func inFlightStatus(s *scenarios.Scenario) int {
 	return 409
 }
 
-// checkerFor builds the scenario's invariants and the response headers the
-// history must keep for them.
-func checkerFor(s *scenarios.Scenario) (checkers.Checker, []string, error) {
+// checkerFor builds the scenario's invariants and how the history must be
+// loaded for them: the headers they name, and every response header a
+// replay must repeat (all but the contract's ignore list).
+func checkerFor(s *scenarios.Scenario) (checkers.Checker, history.LoadOptions, error) {
 	keep := append([]string(nil), history.DefaultKeepHeaders...)
 	for _, inv := range s.Invariants {
 		keep = append(keep, inv.Headers...)
 	}
+	opts := checkers.DefaultContract().LoadOptions()
+	opts.KeepHeaders = keep
 	c, err := s.Checker()
-	return c, keep, err
+	return c, opts, err
 }
 
 // stepTraffic is the traffic of a step: the loader already merged the

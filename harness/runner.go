@@ -207,7 +207,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	}
 	ora := oracleFor(s, t.dsn, t.consumer != nil)
 	recorded := map[string]bool{}
-	checker, keep, err := checkerFor(s)
+	checker, loadOpts, err := checkerFor(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
@@ -260,7 +260,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 		if err := rec.Flush(); err != nil {
 			return out, err
 		}
-		h, err := loadHistory(path, keep)
+		h, err := loadHistory(path, loadOpts)
 		if err != nil {
 			return out, err
 		}
@@ -351,10 +351,13 @@ func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder,
 		return err
 	}
 	for _, e := range fx {
-		if seen[e.ID] {
+		// An effect is one (tenant, id): services number orders per tenant,
+		// so the same id under two tenants is two effects.
+		id := e.Tenant + "\x00" + e.ID
+		if seen[id] {
 			continue
 		}
-		seen[e.ID] = true
+		seen[id] = true
 		if err := rec.Effect(e.Tenant, e.Key, e.Intent, e.ID, e.Kind); err != nil {
 			return err
 		}
@@ -362,13 +365,13 @@ func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder,
 	return nil
 }
 
-func loadHistory(path string, keep []string) (*history.History, error) {
+func loadHistory(path string, opts history.LoadOptions) (*history.History, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return history.Load(f, history.LoadOptions{KeepHeaders: keep})
+	return history.Load(f, opts)
 }
 
 func expectOf(st scenarios.Step) string {
