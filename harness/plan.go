@@ -66,7 +66,12 @@ func parseFaultID(id string) (int, bool) {
 // generators, seeded: the same seed gives the same plan. Rates are decided
 // with an unbiased coin (rapid biases its draws toward edge cases, which is
 // right for values and wrong for a configured fraction).
-func generatePlan(seed int64, tr scenarios.Traffic, ep scenarios.Endpoint, fs []builtFault, tenants []string, prefix, keyPrefix string) Plan {
+//
+// An intent's template values are drawn first and its request is rendered
+// last, from its final tenant and key (the driver renders every attempt
+// again from its own key): a shared or reused key never leaves a body that
+// names another tenant.
+func generatePlan(seed int64, tr scenarios.Traffic, rq requestSpec, fs []builtFault, tenants []string, prefix, keyPrefix string) Plan {
 	gen := rapid.Custom(func(t *rapid.T) Plan {
 		coin := func(rate float64, label string) bool {
 			if rate <= 0 {
@@ -82,20 +87,18 @@ func generatePlan(seed int64, tr scenarios.Traffic, ep scenarios.Endpoint, fs []
 				ID:     fmt.Sprintf("%si%d", prefix, i+1),
 				Tenant: tenants[rapid.IntRange(0, len(tenants)-1).Draw(t, "tenant")],
 				Key:    fmt.Sprintf("%s%sk%d-%d", keyPrefix, prefix, seed, i+1),
-				Method: ep.Method, Path: ep.Path,
+				Method: rq.method,
 				At:     time.Duration(rapid.Int64Range(0, spread).Draw(t, "at")) * time.Millisecond,
 				Client: i%max(tr.Concurrency, 1) + 1,
+				Vars:   drawVars(t, i),
 			}
-			in.Body = fillBody(ep.Body, in, t, i)
 			if i > 0 && coin(tr.Collisions, "collision") {
 				j := rapid.IntRange(0, i-1).Draw(t, "collides-with")
-				in.Tenant, in.Body = p.Intents[j].Tenant, p.Intents[j].Body
+				in.Tenant, in.Vars, in.Variant = p.Intents[j].Tenant, p.Intents[j].Vars, p.Intents[j].Variant
 			} else if i > 0 && coin(tr.Reuse, "reuse") {
 				j := rapid.IntRange(0, i-1).Draw(t, "reuses")
 				in.Tenant, in.Key = p.Intents[j].Tenant, p.Intents[j].Key
-				if bytes.Equal(in.Body, p.Intents[j].Body) {
-					in.Body = reusedBody(p.Intents[j].Body, i)
-				}
+				differ(t, &in, p.Intents[j], p.Intents, rq, coin(1.0/3, "retype"), i)
 			} else if i > 0 && len(tenants) > 1 && coin(tr.SharedKeys, "shares-key") {
 				// Another tenant's key and payload: two integrations that
 				// both send "order-1001" for a standard basket.
@@ -110,7 +113,7 @@ func generatePlan(seed int64, tr scenarios.Traffic, ep scenarios.Endpoint, fs []
 				}
 				for _, tn := range tenants {
 					if !used[tn] {
-						in.Tenant, in.Key, in.Body = tn, p.Intents[j].Key, p.Intents[j].Body
+						in.Tenant, in.Key, in.Vars, in.Variant = tn, p.Intents[j].Key, p.Intents[j].Vars, p.Intents[j].Variant
 						break
 					}
 				}
@@ -131,11 +134,23 @@ func generatePlan(seed int64, tr scenarios.Traffic, ep scenarios.Endpoint, fs []
 					in.Faults[a] = faultID(f.spec.Kind, fi)
 				}
 			}
+			rq.render(&in)
 			p.Intents = append(p.Intents, in)
 			if coin(tr.Duplicates, "duplicate") {
 				d := in
 				d.Faults, d.Clicks = nil, 0
 				d.At = in.At + time.Duration(rapid.Int64Range(spread/2+50, spread+100).Draw(t, "resubmit-after"))*time.Millisecond
+				// The fingerprint probe: the same payload written another
+				// way, which the contract says is (canonical) or is not
+				// (strict) the same request.
+				if rq.fingerprint != "" && d.Variant == "" && coin(0.5, "reserialise") {
+					d.Variant = driver.VariantReserialised
+					rq.render(&d)
+					if bytes.Equal(d.Body, in.Body) {
+						d.Variant = ""
+						rq.render(&d)
+					}
+				}
 				dups = append(dups, d)
 			}
 		}
@@ -150,6 +165,60 @@ func generatePlan(seed int64, tr scenarios.Traffic, ep scenarios.Endpoint, fs []
 	return gen.Example(int(seed))
 }
 
+// differ makes a reuse intent's payload differ from every earlier payload
+// sent with its key: a type-only change of the reused intent's payload
+// when retype is drawn and the body has a number, else new values, else
+// (a template nothing in which varies) a wrapped body. A reuse that sent
+// the same bytes would be a retry, and a correct service would replay it.
+func differ(t *rapid.T, in *driver.Intent, reused driver.Intent, prev []driver.Intent, rq requestSpec, retype bool, i int) {
+	var earlier [][]byte
+	for _, x := range prev {
+		if x.Key == in.Key && x.Tenant == in.Tenant {
+			earlier = append(earlier, x.Body)
+		}
+	}
+	fresh := func() bool {
+		rq.render(in)
+		for _, b := range earlier {
+			if bytes.Equal(b, in.Body) {
+				return false
+			}
+		}
+		return true
+	}
+	if retype {
+		in.Vars = reused.Vars
+		for _, v := range []string{driver.VariantRetypedString, driver.VariantRetypedBool} {
+			if in.Variant = v; fresh() {
+				return
+			}
+		}
+	}
+	in.Variant = ""
+	for try := 0; try < 8; try++ {
+		if fresh() {
+			return
+		}
+		in.Vars = drawVars(t, i)
+	}
+	for n := i + 1; ; n += 1000 {
+		if in.Variant = driver.VariantWrapped(n); fresh() {
+			return
+		}
+	}
+}
+
+// drawVars draws the template values of intent i.
+func drawVars(t *rapid.T, i int) map[string]string {
+	return map[string]string{
+		"n":      strconv.Itoa(i + 1),
+		"sku":    rapid.SampledFrom([]string{"A-100", "B-200", "C-300", "D-400"}).Draw(t, "sku"),
+		"qty":    strconv.Itoa(rapid.IntRange(1, 5).Draw(t, "qty")),
+		"amount": strconv.Itoa(100 * rapid.IntRange(1, 500).Draw(t, "amount")),
+		"uuid":   fmt.Sprintf("%016x", rapid.Uint64().Draw(t, "uuid")),
+	}
+}
+
 // hits decides whether an aimed fault's "when" picks intent i.
 func hits(w scenarios.When, i int, coin func(float64, string) bool) bool {
 	switch {
@@ -159,29 +228,6 @@ func hits(w scenarios.When, i int, coin func(float64, string) bool) bool {
 		return coin(w.Fraction, "aim")
 	}
 	return i == 0 // neither: the first intent
-}
-
-// fillBody fills the endpoint's body template for one intent.
-func fillBody(tmpl string, in driver.Intent, t *rapid.T, i int) []byte {
-	r := strings.NewReplacer(
-		"{{intent}}", in.ID,
-		"{{tenant}}", in.Tenant,
-		"{{n}}", strconv.Itoa(i+1),
-		"{{sku}}", rapid.SampledFrom([]string{"A-100", "B-200", "C-300", "D-400"}).Draw(t, "sku"),
-		"{{qty}}", strconv.Itoa(rapid.IntRange(1, 5).Draw(t, "qty")),
-		"{{amount}}", strconv.Itoa(100*rapid.IntRange(1, 500).Draw(t, "amount")),
-		"{{uuid}}", fmt.Sprintf("%016x", rapid.Uint64().Draw(t, "uuid")),
-	)
-	return []byte(r.Replace(tmpl))
-}
-
-// reusedBody is a payload that differs from orig: what a client that reuses
-// a key for something else sends.
-func reusedBody(orig []byte, i int) []byte {
-	if len(orig) > 1 && orig[0] == '{' && orig[len(orig)-1] == '}' {
-		return []byte(fmt.Sprintf(`{"reused_by":%d,"was":%s}`, i+1, orig))
-	}
-	return append(append([]byte{}, orig...), fmt.Sprintf(" (reused by %d)", i+1)...)
 }
 
 // mix is splitmix64's finaliser: it spreads rapid's small-biased draws
@@ -207,6 +253,9 @@ func (p Plan) Describe() string {
 	b.WriteString("\n")
 	for _, in := range p.Intents {
 		fmt.Fprintf(&b, "  %-6s tenant %-3s key %-14s at %-6s %s %s body %s", in.ID, in.Tenant, in.Key, in.At, in.Method, in.Path, in.Body)
+		if in.Variant != "" {
+			fmt.Fprintf(&b, "  (%s)", in.Variant)
+		}
 		if in.Clicks > 1 {
 			fmt.Fprintf(&b, "  double-click ×%d within %s", in.Clicks, in.Spread)
 		}
@@ -254,7 +303,7 @@ func Plans(s *scenarios.Scenario, seed int64) ([]Plan, error) {
 				d.Status, d.Path, d.Deliveries, d.Spread)})
 			continue
 		}
-		out = append(out, generatePlan(seed+int64(i), stepTraffic(s, st), s.Endpoint, fs, tenantsOf(s), stepPrefix(i), ""))
+		out = append(out, generatePlan(seed+int64(i), stepTraffic(s, st), requestOf(s), fs, tenantsOf(s), stepPrefix(i), ""))
 	}
 	return out, nil
 }

@@ -15,7 +15,7 @@ func TestGeneratePlan_AimsEverySpannedAttempt(t *testing.T) {
 		Traffic: scenarios.Traffic{Intents: 3, Concurrency: 1}}
 	fs := []builtFault{{spec: scenarios.FaultSpec{Kind: "retention-expiry", When: scenarios.When{Attempt: 2, Nth: 1}},
 		fault: &faults.RetentionExpiry{}, aimed: true, attempts: 3}}
-	p := generatePlan(7, s.Traffic, s.Endpoint, fs, []string{"t1"}, "", "")
+	p := generatePlan(7, s.Traffic, requestOf(s), fs, []string{"t1"}, "", "")
 	for _, in := range p.Intents {
 		for _, a := range []int{2, 3, 4} {
 			if in.Faults[a] != "retention-expiry#0" {

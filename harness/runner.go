@@ -238,7 +238,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 		case st.Resend && i > 0:
 			plan = resendPlan(prev)
 		default:
-			plan = generatePlan(opts.Seed+int64(i), tr, s.Endpoint, built[i], tenantsOf(s), stepPrefix(i), keyPrefix)
+			plan = generatePlan(opts.Seed+int64(i), tr, requestOf(s), built[i], tenantsOf(s), stepPrefix(i), keyPrefix)
 		}
 		prev = plan
 		t.tokens = withProvider(s.Endpoint.Tokens, st.Callbacks)
