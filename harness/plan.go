@@ -118,22 +118,7 @@ func generatePlan(seed int64, tr scenarios.Traffic, rq requestSpec, fs []builtFa
 					}
 				}
 			}
-			for fi, f := range fs {
-				if !f.aimed || !hits(f.spec.When, i, coin) {
-					continue
-				}
-				if c, ok := f.fault.(faults.Clicker); ok {
-					in.Clicks, in.Spread = c.Clicks()
-					continue
-				}
-				if in.Faults == nil {
-					in.Faults = map[int]string{}
-				}
-				first := max(f.spec.When.Attempt, 1)
-				for a := first; a < first+f.attempts; a++ {
-					in.Faults[a] = faultID(f.spec.Kind, fi)
-				}
-			}
+			aim(&in, i, fs, coin)
 			rq.render(&in)
 			p.Intents = append(p.Intents, in)
 			if coin(tr.Duplicates, "duplicate") {
@@ -155,14 +140,74 @@ func generatePlan(seed int64, tr scenarios.Traffic, rq requestSpec, fs []builtFa
 			}
 		}
 		p.Intents = append(p.Intents, dups...)
-		for fi, f := range fs {
-			if !f.aimed {
-				p.Timed = append(p.Timed, TimedFault{Fault: fi, Kind: f.spec.Kind, At: f.spec.When.At, For: f.spec.When.For})
-			}
-		}
+		p.Timed = timed(fs)
 		return p
 	})
 	return gen.Example(int(seed))
+}
+
+// aim aims the step's aimed faults that pick intent i at it; a fault that
+// spans attempts is aimed at each of them.
+func aim(in *driver.Intent, i int, fs []builtFault, coin func(float64, string) bool) {
+	for fi, f := range fs {
+		if !f.aimed || !hits(f.spec.When, i, coin) {
+			continue
+		}
+		if c, ok := f.fault.(faults.Clicker); ok {
+			in.Clicks, in.Spread = c.Clicks()
+			continue
+		}
+		if in.Faults == nil {
+			in.Faults = map[int]string{}
+		}
+		first := max(f.spec.When.Attempt, 1)
+		for a := first; a < first+f.attempts; a++ {
+			in.Faults[a] = faultID(f.spec.Kind, fi)
+		}
+	}
+}
+
+// timed lists the step's timed faults.
+func timed(fs []builtFault) []TimedFault {
+	var out []TimedFault
+	for fi, f := range fs {
+		if !f.aimed {
+			out = append(out, TimedFault{Fault: fi, Kind: f.spec.Kind, At: f.spec.When.At, For: f.spec.When.For})
+		}
+	}
+	return out
+}
+
+// resendPlan sends the previous step's intents again, same keys and
+// payloads, all at once, with this step's faults: aimed ones re-aimed at
+// the resent intents (a burst of double clicks after the retention
+// expired), timed ones on their clocks.
+func resendPlan(prev Plan, seed int64, fs []builtFault) Plan {
+	p := Plan{Seed: seed}
+	for _, in := range prev.Intents {
+		in.At, in.Faults, in.Clicks, in.Spread = 0, nil, 0, 0
+		p.Intents = append(p.Intents, in)
+	}
+	return withFaults(p, fs)
+}
+
+// withFaults aims a step's faults at a plan made without them (a resend,
+// callbacks): every step kind applies the faults it lists.
+func withFaults(p Plan, fs []builtFault) Plan {
+	gen := rapid.Custom(func(t *rapid.T) Plan {
+		coin := func(rate float64, label string) bool {
+			return rate > 0 && float64(mix(rapid.Uint64().Draw(t, label))%1_000_000) < rate*1_000_000
+		}
+		out := p
+		out.Intents = make([]driver.Intent, len(p.Intents))
+		for i, in := range p.Intents {
+			aim(&in, i, fs, coin)
+			out.Intents[i] = in
+		}
+		out.Timed = timed(fs)
+		return out
+	})
+	return gen.Example(int(p.Seed))
 }
 
 // differ makes a reuse intent's payload differ from every earlier payload
@@ -294,7 +339,7 @@ func Plans(s *scenarios.Scenario, seed int64) ([]Plan, error) {
 			return nil, err
 		}
 		if st.Resend && i > 0 {
-			out = append(out, resendPlan(out[i-1]))
+			out = append(out, resendPlan(out[i-1], seed+int64(i), fs))
 			continue
 		}
 		if cb := st.Callbacks; cb != nil {

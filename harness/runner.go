@@ -235,8 +235,9 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 			if plan, err = callbackPlan(path, s.Endpoint.Path, *st.Callbacks, opts.Seed+int64(i)); err != nil {
 				return out, fmt.Errorf("%w: %w", ErrSetup, err)
 			}
+			plan = withFaults(plan, built[i])
 		case st.Resend && i > 0:
-			plan = resendPlan(prev)
+			plan = resendPlan(prev, opts.Seed+int64(i), built[i])
 		default:
 			plan = generatePlan(opts.Seed+int64(i), tr, requestOf(s), built[i], tenantsOf(s), stepPrefix(i), keyPrefix)
 		}
@@ -397,15 +398,6 @@ func stepPrefix(i int) string {
 		return ""
 	}
 	return fmt.Sprintf("s%d", i+1)
-}
-
-func resendPlan(prev Plan) Plan {
-	p := Plan{Seed: prev.Seed}
-	for _, in := range prev.Intents {
-		in.At, in.Faults, in.Clicks = 0, nil, 0
-		p.Intents = append(p.Intents, in)
-	}
-	return p
 }
 
 // runNonce is a short random tag for one run against a user's service.
