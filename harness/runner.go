@@ -207,6 +207,13 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	}
 	ora := oracleFor(s, t.dsn, t.consumer != nil)
 	recorded := map[string]bool{}
+	named, err := newAcks(s.Effects.ResponseID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: effects.response_id: %w", ErrSetup, err)
+	}
+	if named != nil {
+		rec.OnEvent(named.event)
+	}
 	checker, keep, err := checkerFor(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
@@ -247,7 +254,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 		out.Requests += stats.Requests
 		so := StepOutcome{Name: st.Name, Expect: expectOf(st), Plan: plan, Stats: stats}
 		if err == nil {
-			err = recordEffects(ctx, ora, rec, recorded)
+			err = recordEffects(ctx, ora, rec, recorded, named)
 		}
 		if ferr := stopFaults(); err == nil {
 			err = ferr
@@ -343,7 +350,7 @@ func (r *Runner) historyFile(s *scenarios.Scenario, opts RunOptions) (string, *o
 	return filepath.Clean(f.Name()), f, nil
 }
 
-func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder, seen map[string]bool) error {
+func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder, seen map[string]bool, named *acks) error {
 	if ora == nil {
 		return nil
 	}
@@ -352,10 +359,16 @@ func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder,
 		return err
 	}
 	for _, e := range fx {
-		if seen[e.ID] {
+		// An effect is one (tenant, id): services number orders per tenant,
+		// so the same id under two tenants is two effects.
+		id := e.Tenant + "\x00" + e.ID
+		if seen[id] {
 			continue
 		}
-		seen[e.ID] = true
+		seen[id] = true
+		if e.Intent == "" {
+			e.Intent = named.intentOf(e.Tenant, e.ID)
+		}
 		if err := rec.Effect(e.Tenant, e.Key, e.Intent, e.ID, e.Kind); err != nil {
 			return err
 		}
