@@ -16,7 +16,7 @@ type acks struct {
 	pick func([]byte) (string, bool)
 
 	mu      sync.Mutex
-	invokes map[int64][2]string            // op → intent, tenant
+	invokes map[int64][2]string           // op → intent, tenant
 	named   map[[2]string]map[string]bool // (tenant, id) → intents whose 2xx named it
 }
 
