@@ -51,7 +51,9 @@ type RunOptions struct {
 	Plans map[int]Plan
 	// HistoryPath names the history file ("" = a new file in HistoryDir).
 	HistoryPath string
-	_           struct{}
+	// Invocation is how the run was started, for its replay command.
+	Invocation Invocation
+	_          struct{}
 }
 
 // CorrectService as [RunOptions.Mutant] runs the reference without a mutant.
@@ -78,6 +80,8 @@ type Outcome struct {
 	History     *history.History
 	Requests    int64
 	Elapsed     time.Duration
+	// Invocation is how the run was started (see [RunOptions]).
+	Invocation Invocation
 }
 
 // Verdict is the worst verdict over the steps' checks.
@@ -100,17 +104,10 @@ func (o *Outcome) Met() bool {
 }
 
 // ReplayCommand is the exact command that replays this run: the same
-// scenario, seed and mutant give the same plan.
+// scenario, environment, seed, mutant and flags give the same plan (see
+// [ReplayCommand]).
 func (o *Outcome) ReplayCommand() string {
-	file := o.Scenario.File
-	if file == "" {
-		file = "<inline scenario>"
-	}
-	cmd := fmt.Sprintf("idemchaos run -s %s --seed %d", file, o.Seed)
-	if o.Mutant != "" {
-		cmd += " --mutant " + o.Mutant
-	}
-	return cmd
+	return ReplayCommand(o.Scenario, o.Seed, o.Mutant, o.Invocation)
 }
 
 // Caught lists the invariants violated in any step, in canonical order.
@@ -148,7 +145,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	default:
 		mutant = opts.Mutant
 	}
-	out := &Outcome{Scenario: s, Seed: opts.Seed, Mutant: mutant}
+	out := &Outcome{Scenario: s, Seed: opts.Seed, Mutant: mutant, Invocation: opts.Invocation}
 	steps := s.EffectiveSteps()
 	built := make([][]builtFault, len(steps))
 	for i := range steps {

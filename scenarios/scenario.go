@@ -14,6 +14,10 @@ import (
 type Scenario struct {
 	// File is where the scenario was loaded from ("" for inline scenarios).
 	File string `yaml:"-" json:"-"`
+	// Env holds the environment variables the file's ${NAME} references
+	// read when it was loaded, and their values ("" for unset): a replay
+	// must set them alike to run the same scenario.
+	Env map[string]string `yaml:"-" json:"-"`
 	// Name names the scenario in reports and histories (default: the file
 	// name without its extension).
 	Name        string `yaml:"name" json:"name"`
