@@ -7,11 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -172,5 +175,93 @@ func TestRun_EffectsAttributedByResponseID(t *testing.T) {
 	}
 	if attributed == 0 || shared == 0 {
 		t.Fatalf("%d effects attributed, %d keys with effects of several intents: the test proved nothing", attributed, shared)
+	}
+}
+
+func loadFile(t *testing.T, path string) *history.History {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, err := history.Load(f, history.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// A run without an oracle did not read effects, and its history says so:
+// exactly-once then cannot blame an acknowledged intent for having none.
+// Before, "oracle: none" wrote effects_recorded: true.
+func TestRun_NoOracleRecordsEffectsUnread(t *testing.T) {
+	t.Parallel()
+	yaml := strings.Replace(shopScenario, `effects:
+  oracle: http
+  url: SERVICE/effects
+  items: $.orders[*]
+  tenant: $.tenant
+  key: $.key
+  id: $.id
+  response_id: $.order_id`, "effects: {oracle: none}", 1)
+	o := runExternal(t, yaml, newShop(false))
+	h := loadFile(t, o.HistoryPath)
+	if h.EffectsKnown || o.History.EffectsKnown {
+		t.Fatal("a run without an oracle claims its effects were recorded")
+	}
+	for _, r := range o.Steps[0].Result.Results {
+		if r.Name == "exactly-once" && r.Verdict == checkers.Violated {
+			t.Errorf("exactly-once blamed a service whose effects were never read: %v", r.Violations)
+		}
+	}
+	// With an oracle, the finished run's history says its effects were read.
+	o = runExternal(t, shopScenario, newShop(false))
+	if h := loadFile(t, o.HistoryPath); !h.EffectsKnown || len(h.Effects) == 0 {
+		t.Fatalf("a finished run with an oracle: effects known %v, %d effects", h.EffectsKnown, len(h.Effects))
+	}
+}
+
+// A run interrupted while it sends keeps a history that says its effects
+// were not read (they were not). Before, it said effects_recorded: true,
+// and a later check reported every acknowledged intent without effect.
+func TestRun_InterruptedRunRecordsEffectsUnread(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	shop := newShop(false)
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			shop.mu.Lock()
+			n := len(shop.orders)
+			shop.mu.Unlock()
+			if n >= 3 {
+				once.Do(cancel) // Ctrl-C, mid-step
+			}
+		}
+		shop.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	s, err := scenarios.Parse("interrupted.yaml", []byte(strings.ReplaceAll(shopScenario, "SERVICE", srv.URL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, closeEnv, err := harness.Open(context.Background(), harness.OpenOptions{TargetURL: srv.URL, Scenarios: []*scenarios.Scenario{s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEnv(context.Background())
+	r.HistoryDir = t.TempDir()
+	o, err := r.Run(ctx, s, harness.RunOptions{Seed: 3})
+	if err == nil || o == nil || o.HistoryPath == "" {
+		t.Fatalf("an interrupted run: err %v, outcome %v", err, o)
+	}
+	h := loadFile(t, o.HistoryPath)
+	if len(h.Attempts) == 0 {
+		t.Fatal("the interrupted run kept no attempts: the test proved nothing")
+	}
+	if h.EffectsKnown {
+		t.Fatal("the history of an interrupted run claims its effects were recorded")
 	}
 }

@@ -167,10 +167,13 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	}
 	defer f.Close()
 	out.HistoryPath = path
-	rec, err := driver.NewRecorder(history.NewWriter(f), s.Name, opts.Seed)
+	ora := oracleFor(s, t.dsn, t.consumer != nil)
+	begun := time.Now()
+	meta, err := writeMeta(f, s.Name, opts.Seed, begun, ora != nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
+	rec := driver.NewRecorderAt(history.NewWriter(f), begun)
 	if r.OnEvent != nil {
 		rec.OnEvent(r.OnEvent)
 	}
@@ -202,7 +205,6 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	if r.Local != nil && s.Target.Reference != nil {
 		w.standby = r.Local.Standby()
 	}
-	ora := oracleFor(s, t.dsn, t.consumer != nil)
 	recorded := map[string]bool{}
 	named, err := newAcks(s.Effects.ResponseID)
 	if err != nil {
@@ -247,11 +249,22 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 		}
 		prev = plan
 		t.tokens = withProvider(s.Endpoint.Tokens, st.Callbacks)
+		// Until this step's effects are read, the history says they are
+		// not: a run interrupted now keeps a history that cannot be judged
+		// on effects, rather than one that claims none were made.
+		if err := meta.set(false); err != nil {
+			return out, err
+		}
 		stats, stopFaults, err := r.runStep(ctx, w, t, tr, s, plan, built[i])
 		out.Requests += stats.Requests
 		so := StepOutcome{Name: st.Name, Expect: expectOf(st), Plan: plan, Stats: stats}
 		if err == nil {
 			err = recordEffects(ctx, ora, rec, recorded, named)
+		}
+		if err == nil && ctx.Err() == nil {
+			if err = rec.Flush(); err == nil {
+				err = meta.set(true)
+			}
 		}
 		if ferr := stopFaults(); err == nil {
 			err = ferr
