@@ -198,6 +198,9 @@ func withFaults(p Plan, fs []builtFault) Plan {
 		coin := func(rate float64, label string) bool {
 			return rate > 0 && float64(mix(rapid.Uint64().Draw(t, label))%1_000_000) < rate*1_000_000
 		}
+		// rapid refuses a generator that draws nothing (no aimed fault, or
+		// only every-n-th ones): one draw keeps it a generator.
+		_ = rapid.Uint64().Draw(t, "salt")
 		out := p
 		out.Intents = make([]driver.Intent, len(p.Intents))
 		for i, in := range p.Intents {
