@@ -126,8 +126,9 @@ type Contract struct {
 	// Fingerprint is how the service is expected to compare a retry's
 	// payload with the first request's: strict (bytes) or canonical
 	// (parsed JSON: key order and whitespace do not matter, types do).
-	// When set, some duplicates are re-serialised to probe it; "" sends
-	// none (a type-only change is a different payload under both).
+	// When set, some duplicates are re-serialised and some reuses change
+	// only a value's JSON type (a different payload under both) to probe
+	// it; "" sends neither.
 	Fingerprint string `yaml:"fingerprint" json:"fingerprint,omitempty"`
 	_           struct{}
 }
