@@ -66,10 +66,10 @@ func (r *Runner) runStep(ctx context.Context, w *world, t *target, tr scenarios.
 		}()
 	}
 	cfg := driver.Config{
-		BaseURL: t.clientURL, Tokens: t.tokens, KeyHeader: s.Endpoint.KeyHeader, Headers: s.Endpoint.Headers,
+		BaseURL: t.clientURL, Tokens: t.tokens, KeyHeader: s.Endpoint.KeyHeader, Template: requestOf(s).tmpl,
 		Concurrency: tr.Concurrency, MaxRequests: tr.MaxRequests, Deadline: tr.Deadline, Timeout: tr.Timeout,
 		Model: driver.Model(tr.Client), InFlightStatus: inFlightStatus(s),
-		Retry: driver.RetryPolicy{MaxAttempts: tr.Retry.MaxAttempts, Base: tr.Retry.Base, Max: tr.Retry.Max, MaxRetryAfter: tr.Retry.MaxRetryAfter},
+		Retry: driver.RetryPolicy{MaxAttempts: tr.Retry.MaxAttempts, Base: tr.Retry.Base, Max: tr.Retry.Max, MaxRetryAfter: tr.Retry.MaxRetryAfter, Budget: tr.Retry.Budget},
 		Seed:  plan.Seed, Recorder: w.rec, Router: router{w: w, faults: fs},
 	}
 	if s.Target.Reference != nil {
@@ -176,7 +176,14 @@ func tenantsOf(s *scenarios.Scenario) []string {
 		}
 		return out
 	}
+	// No tokens (the tenant lives in a header, the query, the path or the
+	// body): t1..tN, N the most tenants any step asks for.
 	n := max(s.Traffic.Tenants, 1)
+	for _, st := range s.Steps {
+		if st.Traffic != nil {
+			n = max(n, st.Traffic.Tenants)
+		}
+	}
 	out := make([]string, n)
 	for i := range out {
 		out[i] = fmt.Sprintf("t%d", i+1)

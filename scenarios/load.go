@@ -59,6 +59,7 @@ func Parse(name string, data []byte) (*Scenario, error) {
 		return nil, t.finish()
 	}
 	s.File = name
+	s.Env = t.env
 	s.fillDefaults(name)
 	return s, nil
 }
