@@ -303,9 +303,13 @@ func (h *hooked) Kill(ctx context.Context) error {
 		return err
 	}
 	h.mu.Lock()
-	h.up = make(chan struct{})
-	close(h.dead)
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	select {
+	case <-h.dead: // two faults killed it at once
+	default:
+		h.up = make(chan struct{})
+		close(h.dead)
+	}
 	return nil
 }
 
