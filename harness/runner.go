@@ -289,6 +289,12 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 			// path, body or token must not read as a clean service.
 			so.Result.Verdict, so.Result.Reason = checkers.Unknown, why
 		}
+		if stats.Budget && so.Result.Verdict == checkers.Pass {
+			// Attempts the budget stopped were never judged: a pass on
+			// the part that ran would claim more than the run knows.
+			so.Result.Verdict, so.Result.Reason = checkers.Unknown, fmt.Sprintf(
+				"the request budget ran out (max_requests %d) before every intent was sent and retried; raise traffic.max_requests", tr.MaxRequests)
+		}
 		so.Met = expectationMet(so.Expect, so.Result)
 		out.Steps = append(out.Steps, so)
 		if ctx.Err() != nil {
