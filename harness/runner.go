@@ -207,7 +207,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	}
 	ora := oracleFor(s, t.dsn, t.consumer != nil)
 	recorded := map[string]bool{}
-	checker, loadOpts, err := checkerFor(s)
+	checker, keep, err := checkerFor(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
@@ -260,7 +260,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 		if err := rec.Flush(); err != nil {
 			return out, err
 		}
-		h, err := loadHistory(path, loadOpts)
+		h, err := loadHistory(path, keep)
 		if err != nil {
 			return out, err
 		}
@@ -351,13 +351,10 @@ func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder,
 		return err
 	}
 	for _, e := range fx {
-		// An effect is one (tenant, id): services number orders per tenant,
-		// so the same id under two tenants is two effects.
-		id := e.Tenant + "\x00" + e.ID
-		if seen[id] {
+		if seen[e.ID] {
 			continue
 		}
-		seen[id] = true
+		seen[e.ID] = true
 		if err := rec.Effect(e.Tenant, e.Key, e.Intent, e.ID, e.Kind); err != nil {
 			return err
 		}
