@@ -169,7 +169,11 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	out.HistoryPath = path
 	ora := oracleFor(s, t.dsn, t.consumer != nil)
 	begun := time.Now()
-	meta, err := writeMeta(f, s.Name, opts.Seed, begun, ora != nil)
+	contract, err := s.CheckerContract()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	meta, err := writeMeta(f, s.Name, opts.Seed, begun, contract.Meta(), ora != nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
