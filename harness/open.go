@@ -31,7 +31,10 @@ type OpenOptions struct {
 	ToxiproxyURL string
 	// Scenarios are inspected for what they need.
 	Scenarios []*scenarios.Scenario
-	_         struct{}
+	// PGImage, ToxiproxyImage and ReferenceImage choose the docker
+	// environment's images ("" = the defaults; see [dockerenv.Images]).
+	PGImage, ToxiproxyImage, ReferenceImage string
+	_                                       struct{}
 }
 
 // Open starts the environment the scenarios need and returns a runner for
@@ -42,6 +45,8 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 		kind = env.KindLocal
 		if opts.TargetURL != "" {
 			kind = env.KindExternal
+		} else if imageTargets(opts.Scenarios) {
+			kind = env.KindDocker
 		}
 	}
 	switch kind {
@@ -56,10 +61,7 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 		}
 		return &Runner{External: ext}, ext.Close, nil
 	case env.KindLocal:
-		standby := opts.Standby
-		for _, s := range opts.Scenarios {
-			standby = standby || (s.Target.Reference != nil && s.Target.Reference.Replica)
-		}
+		standby := needsStandby(opts)
 		if _, err := env.Resolve(ctx, env.Options{Kind: env.KindAuto}); err != nil {
 			return nil, nil, err
 		}
@@ -69,7 +71,28 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 		}
 		return &Runner{Local: local}, local.Close, nil
 	case env.KindDocker:
-		return nil, nil, env.ErrDockerUnavailable
+		d, err := openDocker(ctx, opts, needsStandby(opts))
+		if err != nil {
+			return nil, nil, err
+		}
+		return &Runner{Docker: d}, d.env.Close, nil
 	}
 	return nil, nil, fmt.Errorf("%w %q", env.ErrUnknownKind, kind)
+}
+
+func needsStandby(opts OpenOptions) bool {
+	standby := opts.Standby
+	for _, s := range opts.Scenarios {
+		standby = standby || (s.Target.Reference != nil && s.Target.Reference.Replica)
+	}
+	return standby
+}
+
+func imageTargets(ss []*scenarios.Scenario) bool {
+	for _, s := range ss {
+		if s.Target.Image != "" {
+			return true
+		}
+	}
+	return false
 }

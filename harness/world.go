@@ -28,7 +28,7 @@ import (
 type world struct {
 	proxies proxy.Server
 	t       *target
-	standby *pgcluster.Standby
+	standby replicaDelayer
 	hooks   scenarios.Hooks
 	rec     *driver.Recorder
 	rng     *lockedRand
@@ -36,6 +36,14 @@ type world struct {
 }
 
 var _ faults.World = (*world)(nil)
+
+// replicaDelayer is a standby whose apply delay can change at run time
+// (the local one, or the docker environment's).
+type replicaDelayer interface {
+	SetApplyDelay(ctx context.Context, d time.Duration) error
+}
+
+var _ replicaDelayer = (*pgcluster.Standby)(nil)
 
 func (w *world) link(l faults.Link) (string, error) {
 	switch {
@@ -80,7 +88,11 @@ func (w *world) PrivatePath(ctx context.Context, l faults.Link, toxics ...faults
 		return "", nil, err
 	}
 	name := fmt.Sprintf("%s-p%d", w.t.svcProxy, w.paths.Add(1))
-	addr, err := w.proxies.CreateProxy(ctx, name, "", u.Host)
+	upstream := u.Host
+	if w.t.upstream != "" {
+		upstream = w.t.upstream
+	}
+	addr, err := w.proxies.CreateProxy(ctx, name, "", upstream)
 	if err != nil {
 		return "", nil, err
 	}
@@ -96,6 +108,9 @@ func (w *world) PrivatePath(ctx context.Context, l faults.Link, toxics ...faults
 func (w *world) ServiceURL() string { return w.t.serviceURL }
 
 func (w *world) Process(name string) faults.Process {
+	if p, ok := w.t.procs[name]; ok {
+		return p
+	}
 	var p *proc.Process
 	var kill, restart string
 	switch name {

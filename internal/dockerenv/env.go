@@ -182,7 +182,7 @@ func (e *Env) RunContainer(ctx context.Context, spec ContainerSpec) (*Container,
 	e.mu.Unlock()
 	c.watch()
 	if err := c.waitReady(ctx); err != nil {
-		return nil, err
+		return c, err
 	}
 	return c, nil
 }
@@ -217,6 +217,21 @@ func HTTPReady(path string) func(ctx context.Context, c *Container) error {
 		}
 		return nil
 	}
+}
+
+// AnyHTTPReady wants any HTTP answer on the published port: a user's
+// service has no known health path, but answering HTTP at all means it
+// listens.
+func AnyHTTPReady(ctx context.Context, c *Container) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.HostAddr()+"/", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := readyClient.Do(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
 }
 
 var readyClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
