@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"sort"
 	"sync/atomic"
@@ -106,12 +107,19 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 	if err := reference.Migrate(ctx, dsn); err != nil {
 		return nil, fmt.Errorf("reference target: %w", err)
 	}
+	subnet, err := d.env.Subnet()
+	if err != nil {
+		return nil, fmt.Errorf("reference target: %w", err)
+	}
+	// The harness reaches the debug endpoints from the network's gateway,
+	// not from loopback.
+	allow := []netip.Prefix{subnet}
 	byToken := make(map[string]string, len(tokens))
 	for tenant, tok := range tokens {
 		byToken[tok] = tenant
 	}
 	serve := childSpec{Role: "serve", DSN: proxied, Addr: ":8080", Mutant: mutant, Lease: spec.Lease,
-		Retention: spec.Retention, RetryWindow: spec.RetryWindow, Tokens: byToken, ReplicaDSN: replica}
+		Retention: spec.Retention, RetryWindow: spec.RetryWindow, Tokens: byToken, ReplicaDSN: replica, DebugAllow: allow}
 	if replica == "" && (spec.Replica || mutant == "replica-read") {
 		return nil, errors.New("reference target: a replica is needed but the environment has no standby")
 	}
@@ -144,7 +152,7 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 	t.debugURL["service"], t.procs["service"] = t.serviceURL, svc
 	if spec.Consumer {
 		consume := childSpec{Role: "consume", DSN: proxied, Addr: ":8081", Mutant: mutant,
-			VisibilityTimeout: spec.VisibilityTimeout, PollInterval: 20 * time.Millisecond}
+			VisibilityTimeout: spec.VisibilityTimeout, PollInterval: 20 * time.Millisecond, DebugAllow: allow}
 		kv, err := childEnvValue(consume)
 		if err != nil {
 			return fail(err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"sync"
@@ -26,7 +27,7 @@ type Config struct {
 	// Standby also starts a streaming standby of the primary.
 	Standby bool
 	// ProxyPorts is how many proxy ports the Toxiproxy container publishes
-	// on 127.0.0.1 (default 24): every proxy the harness reaches from the
+	// on 127.0.0.1 (default 16): every proxy the harness reaches from the
 	// host takes one.
 	ProxyPorts int
 	_          struct{}
@@ -54,8 +55,14 @@ var pgSettings = []string{"listen_addresses=*", "fsync=off", "synchronous_commit
 	"shared_buffers=32MB", "max_connections=200", "wal_level=replica", "max_wal_senders=10",
 	"hot_standby=on", "wal_writer_delay=10ms", "jit=off", "log_min_messages=warning"}
 
+// primaryScript starts the primary on the local image's build-time
+// cluster, or (any other image, e.g. the official one) runs initdb first.
+var primaryScript = "if [ -s " + pgTemplateDir + "/data/PG_VERSION ]; then exec postgres -D " + pgTemplateDir + "/data " + postgresArgs() + "; fi; " +
+	"initdb -D /tmp/pgdata -U postgres --auth=trust -E UTF8 --locale=C --no-sync >/dev/null && " +
+	"printf 'host all all all trust\\nhost replication all all trust\\n' >> /tmp/pgdata/pg_hba.conf && exec postgres -D /tmp/pgdata " + postgresArgs()
+
 func postgresArgs() string {
-	s := "-D /tmp/pgdata -k /tmp"
+	s := "-k /tmp"
 	for _, kv := range pgSettings {
 		s += " -c " + kv
 	}
@@ -67,7 +74,7 @@ func postgresArgs() string {
 // everything already started is removed.
 func (c *Client) Start(ctx context.Context, cfg Config) (*Env, error) {
 	if cfg.ProxyPorts <= 0 {
-		cfg.ProxyPorts = 24
+		cfg.ProxyPorts = 16
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -84,16 +91,24 @@ func (c *Client) Start(ctx context.Context, cfg Config) (*Env, error) {
 		_ = e.Close(context.Background())
 		return nil, fmt.Errorf("docker env: %w", err)
 	}
-	// The primary and toxiproxy start side by side; the standby needs the
-	// primary.
+	// The primary and toxiproxy start side by side. From the local image
+	// the standby starts beside them too: a copy of the same cleanly shut
+	// down build-time cluster is a valid base backup of the primary.
+	// Otherwise it takes a base backup once the primary is up.
 	var wg sync.WaitGroup
-	var perr, terr error
+	var perr, terr, serr error
+	if cfg.Standby {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.standby, serr = e.startStandby(ctx, cfg.Images.Postgres)
+		}()
+	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		e.primary, perr = e.RunContainer(ctx, ContainerSpec{Name: "pg", Image: cfg.Images.Postgres, User: "postgres", Port: 5432, Tmpfs: true,
-			Entrypoint: []string{"sh", "-c", "initdb -D /tmp/pgdata -U postgres --auth=trust -E UTF8 --locale=C --no-sync >/dev/null && " +
-				"printf 'host all all all trust\\nhost replication all all trust\\n' >> /tmp/pgdata/pg_hba.conf && exec postgres " + postgresArgs()},
+			Entrypoint: []string{"sh", "-c", primaryScript},
 			Ready: pgReady})
 	}()
 	go func() {
@@ -101,18 +116,40 @@ func (c *Client) Start(ctx context.Context, cfg Config) (*Env, error) {
 		e.toxi, e.proxies, terr = e.startToxiproxy(ctx, cfg.Images.Toxiproxy, cfg.ProxyPorts)
 	}()
 	wg.Wait()
-	if err := errors.Join(perr, terr); err != nil {
+	if err := errors.Join(perr, terr, serr); err != nil {
 		return fail(err)
 	}
-	if cfg.Standby {
-		e.standby, err = e.RunContainer(ctx, ContainerSpec{Name: "pg-standby", Image: cfg.Images.Postgres, User: "postgres", Port: 5432, Tmpfs: true,
-			Entrypoint: []string{"sh", "-c", "pg_basebackup -h " + e.primary.Name() + " -U postgres -D /tmp/pgdata -R -X stream -c fast --no-sync && exec postgres " + postgresArgs()},
-			Ready: pgReady})
-		if err != nil {
-			return fail(err)
-		}
-	}
 	return e, nil
+}
+
+// startStandby starts the streaming standby of the primary (named
+// "<run>-pg", resolved when the standby connects).
+func (e *Env) startStandby(ctx context.Context, image string) (*Container, error) {
+	primary := e.run + "-pg"
+	conninfo := "-c primary_conninfo='host=" + primary + " user=postgres'"
+	script := "if [ -s " + pgTemplateDir + "/data/PG_VERSION ]; then : > " + pgTemplateDir + "/data/standby.signal && exec postgres -D " + pgTemplateDir + "/data " + postgresArgs() + " " + conninfo + "; fi; " +
+		"until pg_basebackup -h " + primary + " -U postgres -D /tmp/pgdata -R -X stream -c fast --no-sync 2>/dev/null; do rm -rf /tmp/pgdata 2>/dev/null; done; exec postgres -D /tmp/pgdata " + postgresArgs()
+	return e.RunContainer(ctx, ContainerSpec{Name: "pg-standby", Image: image, User: "postgres", Port: 5432, Tmpfs: true,
+		Entrypoint: []string{"sh", "-c", script}, Ready: standbyReady})
+}
+
+// standbyReady wants the standby up, in recovery and streaming.
+func standbyReady(ctx context.Context, c *Container) error {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, "postgres://postgres@"+c.HostAddr()+"/postgres?sslmode=disable")
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var streaming bool
+	if err := conn.QueryRow(cctx, "SELECT pg_is_in_recovery() AND EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming')").Scan(&streaming); err != nil {
+		return err
+	}
+	if !streaming {
+		return errors.New("standby not streaming yet")
+	}
+	return nil
 }
 
 func (e *Env) labels() map[string]string {
@@ -235,6 +272,26 @@ func AnyHTTPReady(ctx context.Context, c *Container) error {
 }
 
 var readyClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+
+// Subnet is the private network's address range: the containers' clients
+// (the harness, through the published ports' gateway) come from it.
+func (e *Env) Subnet() (netip.Prefix, error) {
+	for _, c := range e.network.Network.IPAM.Config {
+		if p, err := netip.ParsePrefix(c.Subnet); err == nil {
+			return p, nil
+		}
+	}
+	nw, err := e.c.pool.Client.NetworkInfo(e.network.Network.ID)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("network %s: %w", e.run, err)
+	}
+	for _, c := range nw.IPAM.Config {
+		if p, err := netip.ParsePrefix(c.Subnet); err == nil {
+			return p, nil
+		}
+	}
+	return netip.Prefix{}, fmt.Errorf("network %s has no subnet", e.run)
+}
 
 // Primary is the Postgres primary container.
 func (e *Env) Primary() *Container { return e.primary }

@@ -163,9 +163,20 @@ func (c *Client) BuildPostgres(ctx context.Context, binDir string) (string, erro
 	b.addData("etc/group", []byte("root:x:0:\npostgres:x:999:\n"), 0o644)
 	b.addDir("tmp", 0o1777)
 	b.addDir("var/run/postgresql", 0o1777)
-	b.addData("Dockerfile", []byte("FROM scratch\nCOPY . /\nENV PATH="+binDir+":/bin\nUSER 999:999\nSTOPSIGNAL SIGINT\n"), 0o644)
+	b.addDir(strings.TrimPrefix(pgTemplateDir, "/"), 0o1777)
+	// initdb runs once, at build time: every container of the image starts
+	// from this cluster instead of running initdb again (the local
+	// environment keeps a template for the same reason).
+	b.addData("Dockerfile", []byte("FROM scratch\nCOPY . /\nENV PATH="+binDir+":/bin\nUSER 999:999\n"+
+		"RUN [\"initdb\", \"-D\", \""+pgTemplateDir+"/data\", \"-U\", \"postgres\", \"--auth=trust\", \"-E\", \"UTF8\", \"--locale=C\", \"--no-sync\"]\n"+
+		"RUN printf 'host all all all trust\\nhost replication all all trust\\n' >> "+pgTemplateDir+"/data/pg_hba.conf\n"+
+		"STOPSIGNAL SIGINT\n"), 0o644)
 	return c.build(ctx, "postgres", "idemchaos/postgres", LocalPostgres, b)
 }
+
+// pgTemplateDir holds, in the local Postgres image, a cluster made by
+// initdb at build time (data/); the primary runs on it directly.
+const pgTemplateDir = "/pgtemplate"
 
 var lddPath = regexp.MustCompile(`(/\S+)\s+\(0x`)
 
