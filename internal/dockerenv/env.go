@@ -109,7 +109,7 @@ func (c *Client) Start(ctx context.Context, cfg Config) (*Env, error) {
 		defer wg.Done()
 		e.primary, perr = e.RunContainer(ctx, ContainerSpec{Name: "pg", Image: cfg.Images.Postgres, User: "postgres", Port: 5432, Tmpfs: true,
 			Entrypoint: []string{"sh", "-c", primaryScript},
-			Ready: pgReady})
+			Ready:      pgReady})
 	}()
 	go func() {
 		defer wg.Done()
