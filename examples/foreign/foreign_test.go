@@ -1,0 +1,85 @@
+package foreign_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/idemchaos/idemchaos/examples/foreign"
+	"github.com/idemchaos/idemchaos/harness/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// seeds is what go test runs of each case; the bench section "foreign" runs
+// 20 of every flawed case and 100 of every correct one.
+var seeds = []int64{1, 2}
+
+// TestCorpus runs every service of the corpus as its own process on
+// loopback and idemchaos against it through the Go API: a correct service
+// must be clean at every seed, a flawed one caught at every seed by the
+// expected invariant with a matching cause. A case listed in
+// foreign.KnownMiss must still be judged wrong (the gap stays visible), and
+// fails once it is judged right, so that its entry is removed.
+func TestCorpus(t *testing.T) {
+	ctx := t.Context()
+	bin, err := foreign.Build(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := foreign.ModuleRoot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := t.TempDir()
+	var table []string
+	for _, c := range foreign.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			e := foreign.Env{Bin: bin, Root: root, HistoryDir: hist,
+				Database: func(context.Context, string) (string, func(), error) { return pgtest.Database(t), func() {}, nil }}
+			results, err := e.Run(ctx, c, seeds, nil)
+			if err != nil {
+				table = append(table, fmt.Sprintf("%-30s %-5s %-20s error: %s", c.Name, c.Class, expectName(c), firstLine(err.Error())))
+				if why, known := foreign.KnownMiss[c.Name]; known {
+					t.Logf("known miss (%s): %v", why, err)
+					return
+				}
+				t.Fatal(err)
+			}
+			right := 0
+			var got []string
+			for _, r := range results {
+				got = append(got, fmt.Sprintf("%s%v", r.Verdict, r.Violated))
+				if c.Right(r.Verdict) {
+					right++
+					continue
+				}
+				if _, known := foreign.KnownMiss[c.Name]; !known {
+					t.Errorf("seed %d: %s (want %s), %d requests, history %s\n%s", r.Seed, r.Verdict, expectName(c), r.Requests, r.History, r.Detail)
+				}
+			}
+			table = append(table, fmt.Sprintf("%-30s %-5s %-20s %s", c.Name, c.Class, expectName(c), strings.Join(got, " ")))
+			if why, known := foreign.KnownMiss[c.Name]; known {
+				if right == len(results) {
+					t.Errorf("known miss now judged right at every seed: remove %q from foreign.KnownMiss (%s)", c.Name, why)
+				} else {
+					t.Logf("known miss: %s", why)
+				}
+			}
+		})
+	}
+	t.Logf("case                           class expected             verdict per seed\n%s", strings.Join(table, "\n"))
+}
+
+func expectName(c foreign.Case) string {
+	if c.Correct() {
+		return "clean"
+	}
+	return c.Expect
+}
+
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}
