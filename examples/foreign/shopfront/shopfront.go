@@ -74,11 +74,11 @@ type api struct {
 }
 
 type entry struct {
-	params  string
-	started time.Time
-	done    chan struct{} // closed when the first request finished
-	status  int
-	body    []byte
+	params   string
+	started  time.Time
+	done     chan struct{} // closed when the first request finished
+	status   int
+	body     []byte
 	released bool // the first request failed: the key is free again
 }
 
