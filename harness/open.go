@@ -3,7 +3,10 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 
+	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -23,20 +26,30 @@ type OpenOptions struct {
 	// DatabaseListen is where that proxy listens (default a free port on
 	// 127.0.0.1): a fixed address lets the service's configuration name it.
 	DatabaseListen string
-	// Standby forces a streaming standby in the local environment (it is
-	// started anyway when a scenario needs a replica).
+	// Standby forces a streaming standby in the local environment. It is
+	// started anyway when a scenario, one of its faults or one of Mutants
+	// needs one.
 	Standby bool
+	// Mutants are the mutants the runs will use: those that declare a
+	// need (a standby) get it.
+	Mutants []string
 	// ToxiproxyURL drives that toxiproxy-server's API instead of the
 	// in-process Toxiproxy (e.g. http://127.0.0.1:8474).
 	ToxiproxyURL string
 	// Scenarios are inspected for what they need.
 	Scenarios []*scenarios.Scenario
-	_         struct{}
+	// Resolver resolves the host names of the target, the database address
+	// and http oracles for the loopback rule (nil: the system's).
+	Resolver env.Resolver
+	_        struct{}
 }
 
 // Open starts the environment the scenarios need and returns a runner for
 // it, and the function that stops it and removes everything it made.
 func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context) error, error) {
+	if err := checkOracleHosts(ctx, opts); err != nil {
+		return nil, nil, err
+	}
 	kind := opts.Kind
 	if kind == "" || kind == env.KindAuto {
 		kind = env.KindLocal
@@ -50,15 +63,15 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 		for _, s := range opts.Scenarios {
 			allow = allow || s.Target.AllowRemote
 		}
-		ext, err := env.StartExternal(ctx, env.ExternalConfig{ServiceURL: opts.TargetURL, AllowRemote: allow, DatabaseAddr: opts.DatabaseAddr, DatabaseListen: opts.DatabaseListen, ToxiproxyURL: opts.ToxiproxyURL})
+		ext, err := env.StartExternal(ctx, env.ExternalConfig{ServiceURL: opts.TargetURL, AllowRemote: allow, DatabaseAddr: opts.DatabaseAddr, DatabaseListen: opts.DatabaseListen, ToxiproxyURL: opts.ToxiproxyURL, Resolver: opts.Resolver})
 		if err != nil {
 			return nil, nil, err
 		}
 		return &Runner{External: ext}, ext.Close, nil
 	case env.KindLocal:
-		standby := opts.Standby
-		for _, s := range opts.Scenarios {
-			standby = standby || (s.Target.Reference != nil && s.Target.Reference.Replica)
+		standby, err := needsStandby(opts)
+		if err != nil {
+			return nil, nil, err
 		}
 		if _, err := env.Resolve(ctx, env.Options{Kind: env.KindAuto}); err != nil {
 			return nil, nil, err
@@ -72,4 +85,64 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 		return nil, nil, env.ErrDockerUnavailable
 	}
 	return nil, nil, fmt.Errorf("%w %q", env.ErrUnknownKind, kind)
+}
+
+// needsStandby says whether a local environment must have a streaming
+// standby: forced, asked for by a reference scenario or one of its faults,
+// or declared by a mutant the runs will use.
+func needsStandby(opts OpenOptions) (bool, error) {
+	need := opts.Standby
+	for _, name := range opts.Mutants {
+		m, err := LookupMutant(name)
+		if err != nil {
+			return false, err
+		}
+		need = need || m.Standby
+	}
+	for _, s := range opts.Scenarios {
+		if s.Target.Reference == nil {
+			continue
+		}
+		need = need || s.Target.Reference.Replica || scenarioNeedsStandby(s)
+	}
+	return need, nil
+}
+
+// scenarioNeedsStandby says whether a fault of any step needs a standby.
+func scenarioNeedsStandby(s *scenarios.Scenario) bool {
+	for i := range s.EffectiveSteps() {
+		fs, err := buildFaults(s, i)
+		if err != nil {
+			return false // Run reports it
+		}
+		for _, f := range fs {
+			if faults.NeedsStandby(f.fault) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkOracleHosts applies the loopback rule to http oracles, which are
+// sent requests too: every address an effects.url host resolves to must be
+// loopback unless remote targets are allowed.
+func checkOracleHosts(ctx context.Context, opts OpenOptions) error {
+	for _, s := range opts.Scenarios {
+		if s.Effects.Oracle != "http" || opts.AllowRemote || s.Target.AllowRemote {
+			continue
+		}
+		u, err := url.Parse(s.Effects.URL)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("%s: effects.url %q: want http(s)://host[:port]/path", s.Name, s.Effects.URL)
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[bool]string{true: "443", false: "80"}[u.Scheme == "https"]
+		}
+		if _, err := env.ResolveLoopback(ctx, opts.Resolver, net.JoinHostPort(u.Hostname(), port), "effects.url"); err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+	}
+	return nil
 }

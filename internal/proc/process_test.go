@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/internal/proc"
+	"github.com/idemchaos/idemchaos/internal/proctest"
 )
 
 // envMode turns the test binary into a helper process.
@@ -237,24 +238,36 @@ func TestProcess_DiesWithSIGKILLedHarness(t *testing.T) {
 	_ = sup.Wait()
 	// The child is not ours to wait for; poll (bounded) for the kernel's
 	// parent-death SIGKILL to take effect.
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for running(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d survived its SIGKILLed harness", pid)
-		}
-		<-tick.C
-	}
+	proctest.WaitGone(t, pid, 10*time.Second, fmt.Sprintf("child %d survived its SIGKILLed harness", pid))
 }
 
-// running reports whether pid exists and is not a zombie.
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
+// WaitUp returns at once for a running process, blocks while it is down,
+// returns once a restart made it ready, and gives up when its context ends.
+func TestProcess_WaitUpWaitsForTheRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, base := startHTTP(t)
+	if err := p.WaitUp(ctx); err != nil {
+		t.Fatalf("WaitUp on a running process: %v", err)
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z'
+	if err := p.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := p.WaitUp(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitUp on a dead process with a cancelled context: %v, want context.Canceled", err)
+	}
+	up := make(chan error, 1)
+	go func() { up <- p.WaitUp(ctx) }()
+	if err := p.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-up; err != nil {
+		t.Fatalf("WaitUp across the restart: %v", err)
+	}
+	// Up means it answers: the restart finished before WaitUp returned.
+	if pid, err := servedPID(base); err != nil || pid != p.PID() {
+		t.Fatalf("after WaitUp served pid %d, %v; want %d", pid, err, p.PID())
+	}
 }
