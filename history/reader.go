@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 )
@@ -73,6 +74,11 @@ func (r *Reader) nextValue() (*fastjson.Value, error) {
 func (r *Reader) nextLine() (raw []byte, complete bool, err error) {
 	for {
 		raw, complete, err = r.readLine()
+		if r.line == 1 {
+			// Editors on Windows start UTF-8 files with a byte order mark;
+			// it says nothing about the events, so the reader accepts it.
+			raw = bytes.TrimPrefix(raw, utf8BOM)
+		}
 		if err != nil || len(bytes.TrimSpace(raw)) > 0 {
 			return raw, complete, err
 		}
@@ -86,9 +92,51 @@ func (r *Reader) parse(raw []byte, complete bool) (*fastjson.Value, error) {
 		if !complete {
 			return nil, &LineError{Line: r.line, Msg: "truncated: the last line ends without a newline and is not complete JSON", Err: ErrTruncated}
 		}
-		return nil, &LineError{Line: r.line, Msg: "not valid JSON: " + perr.Error(), Err: perr}
+		if d := nesting(raw); d > fastjson.MaxDepth {
+			return nil, &LineError{Line: r.line, Msg: fmt.Sprintf("JSON nested %d levels deep; at most %d are read (an event needs 3)", d, fastjson.MaxDepth), Err: perr}
+		}
+		return nil, &LineError{Line: r.line, Msg: "not valid JSON: " + clip(perr.Error(), maxParseMsg), Err: perr}
 	}
 	return v, nil
+}
+
+var utf8BOM = []byte("\ufeff")
+
+// maxParseMsg bounds the parser's message in a [LineError]: it quotes the
+// unparsed tail of the line, which may be megabytes long.
+const maxParseMsg = 120
+
+// clip shortens s to at most n bytes, on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// nesting returns the deepest nesting of objects and arrays in a JSON
+// line, skipping strings; it is only asked after a parse failed.
+func nesting(b []byte) int {
+	depth, deepest, inStr := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inStr && c == '\\':
+			i++
+		case c == '"':
+			inStr = !inStr
+		case inStr:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // decode fills e from v and applies the rules of the stream: the first event
@@ -174,9 +222,15 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 		if e.Started, err = str(v, "started", false); err != nil {
 			return true, err
 		}
-		if f := v.Get("effects_recorded"); f != nil {
+		if f := v.Get("effects_recorded"); f != nil && f.Type() != fastjson.TypeNull {
 			if e.EffectsRecorded, err = f.Bool(); err != nil {
 				return true, fmt.Errorf(`"effects_recorded" must be true or false`)
+			}
+			e.EffectsUnread = !e.EffectsRecorded
+		}
+		if f := v.Get("contract"); f != nil && f.Type() != fastjson.TypeNull {
+			if e.Contract, err = decodeContract(f); err != nil {
+				return true, fmt.Errorf("contract: %w", err)
 			}
 		}
 		return true, nil
@@ -396,4 +450,66 @@ func body(v *fastjson.Value) ([]byte, error) {
 		return nil, fmt.Errorf(`"body_b64" is not valid base64: %w`, err)
 	}
 	return out, nil
+}
+
+func decodeContract(v *fastjson.Value) (*Contract, error) {
+	if v.Type() != fastjson.TypeObject {
+		return nil, fmt.Errorf("must be an object, got %s", v.Type())
+	}
+	c := &Contract{}
+	var err error
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"profile", &c.Profile}, {"fingerprint", &c.Fingerprint}} {
+		if *f.dst, err = str(v, f.name, false); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"missing_key", &c.MissingKey}, {"reuse", &c.Reuse}, {"in_flight", &c.InFlight}} {
+		n, err := integer(v, f.name, false)
+		if err != nil {
+			return nil, err
+		}
+		if n != 0 && (n < 100 || n > 999) {
+			return nil, fmt.Errorf("%q must be an HTTP status code (100-999) or 0, got %d", f.name, n)
+		}
+		*f.dst = int(n)
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"decision_bound_ms", &c.DecisionBoundMS}, {"retention_gap_ms", &c.RetentionGapMS}} {
+		if *f.dst, err = integer(v, f.name, false); err != nil {
+			return nil, err
+		}
+		if *f.dst < 0 {
+			return nil, fmt.Errorf("%q must not be negative", f.name)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *[]string
+	}{{"replay_headers", &c.ReplayHeaders}, {"replay_ignore", &c.ReplayIgnore}} {
+		a := v.Get(f.name)
+		if a == nil || a.Type() == fastjson.TypeNull {
+			continue
+		}
+		items, err := a.Array()
+		if err != nil {
+			return nil, fmt.Errorf("%q must be an array of header names, got %s", f.name, a.Type())
+		}
+		*f.dst = make([]string, 0, len(items))
+		for _, it := range items {
+			b, err := it.StringBytes()
+			if err != nil {
+				return nil, fmt.Errorf("%q must be an array of header names, got a %s in it", f.name, it.Type())
+			}
+			*f.dst = append(*f.dst, string(b))
+		}
+	}
+	return c, nil
 }

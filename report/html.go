@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"embed"
@@ -74,7 +75,9 @@ const (
 func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 	p := page{Report: rep, CSS: template.CSS(pageCSS), JS: template.JS(pageJS), CSP: pageCSP}
 	for i, run := range rep.Runs {
-		rv := runView{Run: run, Index: i, Label: runLabel(run), Status: runStatus(run)}
+		// In a catch matrix a mutant's violations are what was expected:
+		// folded under the mutant, after the matrix a reader came for.
+		rv := runView{Run: run, Index: i, Label: runLabel(run), Status: runStatus(run), Fold: rep.Matrix != nil && run.Mutant != ""}
 		for _, st := range run.Steps {
 			for _, iv := range st.Invariants {
 				rv.Invariants = append(rv.Invariants, ivRow{Step: st.Name, Expect: st.Expect, Invariant: iv,
@@ -100,7 +103,15 @@ func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 		tv.ID = fmt.Sprintf("v%d", i+1)
 		tv.N = i + 1
 		p.Runs[t.Run].Timelines = append(p.Runs[t.Run].Timelines, tv)
-		p.Index = append(p.Index, indexEntry{ID: tv.ID, N: tv.N, Invariant: t.Invariant, Run: runLabel(rep.Runs[t.Run]), Tenant: t.Tenant, Key: t.Key})
+		e := indexEntry{ID: tv.ID, N: tv.N, Invariant: t.Invariant, Run: runLabel(rep.Runs[t.Run]), Tenant: t.Tenant, Key: t.Key}
+		if !p.Runs[t.Run].Fold {
+			p.Index = append(p.Index, e)
+			continue
+		}
+		if n := len(p.Folded); n == 0 || p.Folded[n-1].Run != t.Run {
+			p.Folded = append(p.Folded, foldedGroup{Run: t.Run, Label: e.Run})
+		}
+		p.Folded[len(p.Folded)-1].Entries = append(p.Folded[len(p.Folded)-1].Entries, e)
 	}
 	// Violations without a timeline (past the cap, or none computed) are
 	// still listed with their explanations: the page is the whole story.
@@ -121,10 +132,59 @@ func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 			}
 		}
 	}
-	if err := pageTmpl.Execute(w, p); err != nil {
+	var buf bytes.Buffer
+	if err := pageTmpl.Execute(&buf, p); err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	if _, err := w.Write(printable(buf.Bytes())); err != nil {
 		return fmt.Errorf("write html report: %w", err)
 	}
 	return nil
+}
+
+// printable returns page as valid UTF-8 without control characters other
+// than tab, newline and carriage return: html/template escapes markup but
+// passes through whatever bytes a service put in a body or a header, and a
+// browser shows a page that is not UTF-8 as mojibake, or not at all. A byte
+// that is not UTF-8 and a C1 control become U+FFFD; a C0 control or DEL
+// becomes its visible Control Picture (␀, ␁, … ␡), so the reader sees it
+// was there.
+func printable(page []byte) []byte {
+	clean := true
+	for i := 0; i < len(page) && clean; {
+		r, n := utf8.DecodeRune(page[i:])
+		clean = !badRune(r, n)
+		i += n
+	}
+	if clean {
+		return page
+	}
+	out := make([]byte, 0, len(page)+64)
+	for i := 0; i < len(page); {
+		r, n := utf8.DecodeRune(page[i:])
+		switch {
+		case !badRune(r, n):
+			out = append(out, page[i:i+n]...)
+		case r < 0x20:
+			out = utf8.AppendRune(out, 0x2400+r)
+		case r == 0x7f:
+			out = utf8.AppendRune(out, 0x2421)
+		default:
+			out = utf8.AppendRune(out, utf8.RuneError)
+		}
+		i += n
+	}
+	return out
+}
+
+func badRune(r rune, n int) bool {
+	switch {
+	case r == utf8.RuneError && n <= 1:
+		return true
+	case r == '\t' || r == '\n' || r == '\r':
+		return false
+	}
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f)
 }
 
 type page struct {
@@ -134,7 +194,17 @@ type page struct {
 	CSP        string
 	Runs       []runView
 	Violations int
-	Index      []indexEntry
+	// Index lists the violations a reader must see; Folded groups the
+	// expected ones (a mutant's, in a catch matrix) by run.
+	Index  []indexEntry
+	Folded []foldedGroup
+}
+
+// foldedGroup is one mutant run's expected violations.
+type foldedGroup struct {
+	Run     int
+	Label   string
+	Entries []indexEntry
 }
 
 type indexEntry struct {
@@ -144,9 +214,11 @@ type indexEntry struct {
 
 type runView struct {
 	Run
-	Index      int
-	Label      string
-	Status     string
+	Index  int
+	Label  string
+	Status string
+	// Fold shows the run collapsed: a mutant's run in a catch matrix.
+	Fold       bool
 	Invariants []ivRow
 	Violations int
 	Timelines  []timelineView
@@ -174,6 +246,8 @@ func runStatus(run Run) string {
 	switch {
 	case run.Error != "":
 		return "error"
+	case run.Met && run.Expect == "caught":
+		return "caught"
 	case run.Met:
 		return "pass"
 	}

@@ -13,6 +13,7 @@ type junitSuites struct {
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
 	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
@@ -21,6 +22,7 @@ type junitSuite struct {
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
 	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
 	Time     float64     `xml:"time,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
@@ -30,7 +32,12 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitProblem struct {
@@ -41,7 +48,8 @@ type junitProblem struct {
 
 // WriteJUnit writes one test suite per run and one test case per invariant
 // (scenario × invariant). A violation is a failure carrying its
-// explanations; an unknown verdict or a setup error is an error, never a pass.
+// explanations; an unknown verdict or a setup error is an error, never a pass;
+// an invariant that judged nothing is skipped ("not exercised").
 func WriteJUnit(w io.Writer, rep Report) error {
 	out := junitSuites{Name: "idemchaos"}
 	for _, run := range rep.Runs {
@@ -53,13 +61,18 @@ func WriteJUnit(w io.Writer, rep Report) error {
 		if run.Error != "" {
 			s.Cases = append(s.Cases, junitCase{Name: "run", Classname: class, Error: &junitProblem{Message: run.Error, Type: "setup"}})
 		}
+		if run.Expect == "caught" && !run.Met && run.Error == "" {
+			s.Cases = append(s.Cases, junitCase{Name: "caught", Classname: class, Failure: &junitProblem{
+				Message: "mutant " + run.Mutant + " not caught: no invariant was violated", Type: "missed"}})
+		}
 		for _, st := range run.Steps {
 			for _, iv := range st.Invariants {
 				c := junitCase{Name: iv.Name, Classname: class, SystemOut: fmt.Sprintf("checked %d; history %s; replay: %s", iv.Checked, run.History, run.Replay)}
 				if st.Name != "" && len(run.Steps) > 1 {
 					c.Name = st.Name + "/" + iv.Name
 				}
-				expected := st.Expect == iv.Name
+				// A demo run against a mutant expects a catch: any violation.
+				expected := st.Expect == iv.Name || (run.Expect == "caught" && iv.Verdict == "violation")
 				switch {
 				case iv.Verdict == "violation" && !expected:
 					var msgs []string
@@ -75,6 +88,8 @@ func WriteJUnit(w io.Writer, rep Report) error {
 					c.Failure = &junitProblem{Message: "expected a " + iv.Name + " violation, saw " + iv.Verdict, Type: "missed"}
 				case iv.Verdict == "unknown":
 					c.Error = &junitProblem{Message: "inconclusive: " + iv.Reason, Type: "unknown"}
+				case iv.Verdict == NotExercised:
+					c.Skipped = &junitSkipped{Message: "not exercised: " + iv.Reason}
 				}
 				s.Cases = append(s.Cases, c)
 			}
@@ -87,10 +102,14 @@ func WriteJUnit(w io.Writer, rep Report) error {
 			if c.Error != nil {
 				s.Errors++
 			}
+			if c.Skipped != nil {
+				s.Skipped++
+			}
 		}
 		out.Tests += s.Tests
 		out.Failures += s.Failures
 		out.Errors += s.Errors
+		out.Skipped += s.Skipped
 		out.Suites = append(out.Suites, s)
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
