@@ -29,6 +29,9 @@ with the machine it ran on and one table per section:
   detection     every mutant × --seeds seeds of the bundled suite: detection rate, time and
                 requests to the first catch (median, p90)
   false-alarms  the correct reference × --storm-seeds seeds of storm: violations, inconclusive runs
+  foreign       the services of examples/foreign (written independently of the reference), each as
+                its own process: flawed ones × --foreign-seeds, correct ones × --foreign-clean-seeds
+                (needs a checkout and the go command: it builds examples/foreign/cmd/foreignsvc)
   driver        the traffic driver (recording a history) against wrk on a trivial handler,
                 direct and through the in-process Toxiproxy
   checker       load + the seven checkers against the decoder alone, 10k to 1M events
@@ -112,10 +115,12 @@ and reports its errors and inconclusive runs (target 0 and 0).`,
 	fl := cmd.Flags()
 	fl.BoolVar(&quick, "quick", false, "the CI gate: every mutant × 3 seeds, the reference × 10 seeds of storm; exit 1 if anything escapes or alarms")
 	fl.BoolVar(&opts.Loaded, "loaded", false, "the quick gate and storm × 100 seeds with two CPU-bound processes alongside; exit 1 on any error, inconclusive run, violation or escape")
-	fl.StringSliceVar(&opts.Only, "only", nil, "run only these sections (comma-separated): detection, false-alarms, driver, checker, reference, startup, demo")
+	fl.StringSliceVar(&opts.Only, "only", nil, "run only these sections (comma-separated): detection, false-alarms, foreign, driver, checker, reference, startup, demo")
 	fl.StringVar(&out, "out", "", "where to write the report (default BENCHMARKS.md; with --quick, stdout)")
 	fl.IntVar(&opts.Seeds, "seeds", 0, "seeds per mutant in detection (default 20; --quick 3)")
 	fl.IntVar(&opts.StormSeeds, "storm-seeds", 0, "seeds of storm in false-alarms (default 100; --quick 10)")
+	fl.IntVar(&opts.ForeignSeeds, "foreign-seeds", 0, "seeds per flawed foreign service (default 20; --quick 3)")
+	fl.IntVar(&opts.ForeignCleanSeeds, "foreign-clean-seeds", 0, "seeds per correct foreign service (default 100; --quick 10)")
 	fl.IntVar(&opts.Repeats, "repeats", 0, "samples per timing in driver, checker and reference (default 5)")
 	fl.IntVar(&opts.StartupRepeats, "startup-repeats", 0, "start-ups of each environment (default 10)")
 	fl.IntVar(&opts.DemoRuns, "demo-runs", 0, "whole demos timed (default 3)")

@@ -18,6 +18,7 @@ import (
 const (
 	SectionDetection   = "detection"
 	SectionFalseAlarms = "false-alarms"
+	SectionForeign     = "foreign"
 	SectionDriver      = "driver"
 	SectionChecker     = "checker"
 	SectionReference   = "reference"
@@ -27,7 +28,7 @@ const (
 
 // Sections lists every section, in the order [Run] runs them.
 func Sections() []string {
-	return []string{SectionDetection, SectionFalseAlarms, SectionDriver, SectionChecker, SectionReference, SectionStartup, SectionDemo}
+	return []string{SectionDetection, SectionFalseAlarms, SectionForeign, SectionDriver, SectionChecker, SectionReference, SectionStartup, SectionDemo}
 }
 
 // Options say what to measure and how long for. The zero value is the full
@@ -41,6 +42,10 @@ type Options struct {
 	// StormSeeds is the number of seeds of storm the correct reference
 	// meets in the false-alarm section (default 100; [Quick]: 10).
 	StormSeeds int
+	// ForeignSeeds is the number of seeds every flawed service of the
+	// foreign corpus meets, and ForeignCleanSeeds every correct one
+	// (defaults 20 and 100; [Quick]: 3 and 10).
+	ForeignSeeds, ForeignCleanSeeds int
 	// Repeats is the number of samples behind each timing of the driver,
 	// checker and reference sections (default 5).
 	Repeats int
@@ -96,6 +101,8 @@ func (o Options) resolve(quick bool) (Options, error) {
 	}
 	def(&o.Seeds, 20, 3)
 	def(&o.StormSeeds, 100, 10)
+	def(&o.ForeignSeeds, 20, 3)
+	def(&o.ForeignCleanSeeds, 100, 10)
 	def(&o.Repeats, 5, 3)
 	def(&o.StartupRepeats, 10, 3)
 	def(&o.DemoRuns, 3, 1)
@@ -107,7 +114,7 @@ func (o Options) resolve(quick bool) (Options, error) {
 		o.CheckerSizes = []int{10_000, 100_000, 1_000_000}
 	}
 	runs := slices.ContainsFunc(o.Only, func(s string) bool {
-		return s == SectionDetection || s == SectionFalseAlarms || s == SectionDemo
+		return s == SectionDetection || s == SectionFalseAlarms || s == SectionForeign || s == SectionDemo
 	})
 	if o.HistoryDir == "" && runs {
 		dir, err := os.MkdirTemp("", "idemchaos-bench-")
@@ -146,6 +153,7 @@ type Report struct {
 
 	Detection   *DetectionResult
 	FalseAlarms *FalseAlarmResult
+	Foreign     *ForeignResult
 	Driver      *DriverResult
 	Checker     *CheckerResult
 	Reference   *ReferenceResult
@@ -251,6 +259,8 @@ func (b *bench) section(name string) func(context.Context) error {
 		return b.detection
 	case SectionFalseAlarms:
 		return b.falseAlarms
+	case SectionForeign:
+		return b.foreign
 	case SectionDriver:
 		return b.driver
 	case SectionChecker:
@@ -272,6 +282,8 @@ func (b *bench) bound(name string) time.Duration {
 		return 2*time.Minute + time.Duration(o.Seeds)*3*time.Minute
 	case SectionFalseAlarms:
 		return 2*time.Minute + time.Duration(o.StormSeeds)*time.Minute
+	case SectionForeign:
+		return 2*time.Minute + time.Duration(o.ForeignSeeds)*2*time.Minute + time.Duration(o.ForeignCleanSeeds)*30*time.Second
 	case SectionDriver:
 		return 2*time.Minute + time.Duration(o.Repeats)*8*o.Slice
 	case SectionChecker:
@@ -291,12 +303,15 @@ func (b *bench) bound(name string) time.Duration {
 func (r *Report) Gate() error {
 	var bad []string
 	for _, s := range r.Sections {
-		if s.Err != "" && (s.Name == SectionDetection || s.Name == SectionFalseAlarms) {
+		if s.Err != "" && (s.Name == SectionDetection || s.Name == SectionFalseAlarms || s.Name == SectionForeign) {
 			bad = append(bad, fmt.Sprintf("section %s did not finish: %s", s.Name, s.Err))
 		}
 	}
-	if r.Detection == nil && r.FalseAlarms == nil {
-		bad = append(bad, "neither detection nor false-alarms ran")
+	if r.Detection == nil && r.FalseAlarms == nil && r.Foreign == nil {
+		bad = append(bad, "neither detection, false-alarms nor foreign ran")
+	}
+	if r.Foreign != nil {
+		bad = append(bad, r.Foreign.failures()...)
 	}
 	if d := r.Detection; d != nil {
 		for _, m := range d.Mutants {

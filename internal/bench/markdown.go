@@ -41,6 +41,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	r.loadedMD(p)
 	r.detectionMD(p)
 	r.falseAlarmsMD(p)
+	r.foreignMD(p)
 	r.driverMD(p)
 	r.checkerMD(p)
 	r.referenceMD(p)
@@ -95,6 +96,11 @@ func (r *Report) targets() []target {
 			fmt.Sprint(f.Violations), metIf(f.Violations == 0, "")})
 		ts = append(ts, target{fmt.Sprintf("inconclusive runs of the correct reference (%s × %d seeds)", f.Scenario, f.Seeds), "0",
 			fmt.Sprint(f.Inconclusive), metIf(f.Inconclusive == 0, "")})
+	}
+	if f := r.Foreign; f != nil {
+		ts = append(ts, target{"false alarms on the foreign corpus's correct services", "0", fmt.Sprint(f.FalseAlarms), metIf(f.FalseAlarms == 0, "")})
+		ts = append(ts, target{"misses on the foreign corpus's flawed services", "0", fmt.Sprint(f.Misses), metIf(f.Misses == 0, "")})
+		ts = append(ts, target{"inconclusive runs of the foreign corpus", "0", fmt.Sprint(f.Inconclusive), metIf(f.Inconclusive == 0, "")})
 	}
 	if d := r.Driver; d != nil && d.Wrk.Median > 0 {
 		for _, c := range []struct {

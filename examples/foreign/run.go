@@ -1,0 +1,215 @@
+package foreign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemchaos/idemchaos/checkers"
+	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/internal/env"
+	"github.com/idemchaos/idemchaos/scenarios"
+)
+
+// Verdict is how one run of a case came out, judged against what the case
+// expects.
+type Verdict string
+
+// Verdicts. Only Clean (for a correct service) and Caught (for a flawed
+// one) are right.
+const (
+	Clean          Verdict = "clean"
+	Caught         Verdict = "caught"
+	FalseAlarm     Verdict = "false-alarm"     // a correct service reported violating something
+	Missed         Verdict = "missed"          // a flawed service judged clean
+	WrongInvariant Verdict = "wrong-invariant" // a flawed service caught, but not by the expected invariant
+	WrongCause     Verdict = "wrong-cause"     // the expected invariant, with a cause that does not match
+	Inconclusive   Verdict = "inconclusive"    // an unknown verdict and no violation
+	Error          Verdict = "error"           // the run could not be judged (setup, scenario, oracle)
+)
+
+// SeedResult is one run of a case.
+type SeedResult struct {
+	Seed    int64
+	Verdict Verdict
+	// Violated lists the invariants violated, in canonical order.
+	Violated []string
+	// Detail explains a verdict that is not right: the violations, the
+	// reason for unknown, the error.
+	Detail   string
+	History  string
+	Requests int64
+	Elapsed  time.Duration
+}
+
+// Right says the verdict is the one the case expects.
+func (c Case) Right(v Verdict) bool {
+	if c.Correct() {
+		return v == Clean
+	}
+	return v == Caught
+}
+
+// Judge classifies one run of the case.
+func (c Case) Judge(seed int64, out *harness.Outcome, err error) SeedResult {
+	r := SeedResult{Seed: seed}
+	if out != nil {
+		r.History, r.Requests, r.Elapsed = out.HistoryPath, out.Requests, out.Elapsed
+		r.Violated = out.Caught()
+	}
+	if err != nil || out == nil || len(out.Steps) == 0 {
+		r.Verdict = Error
+		r.Detail = "the run judged nothing"
+		if err != nil {
+			r.Detail = err.Error()
+		}
+		return r
+	}
+	var failures, causes []string
+	for _, st := range out.Steps {
+		failures = append(failures, st.Result.Failures()...)
+		for _, res := range leaves(st.Result) {
+			if res.Name != c.Expect {
+				continue
+			}
+			for _, v := range res.Violations {
+				causes = append(causes, v.Cause)
+			}
+		}
+	}
+	r.Detail = strings.Join(failures, "\n")
+	switch {
+	case c.Correct() && len(r.Violated) > 0:
+		r.Verdict = FalseAlarm
+	case c.Correct() && out.Verdict() == checkers.Pass:
+		r.Verdict = Clean
+	case c.Correct():
+		r.Verdict = Inconclusive
+	case slices.Contains(r.Violated, c.Expect):
+		r.Verdict = WrongCause
+		for _, cause := range causes {
+			if strings.Contains(strings.ToLower(cause), c.Cause) {
+				r.Verdict = Caught
+			}
+		}
+		if r.Verdict == WrongCause {
+			r.Detail = fmt.Sprintf("causes %q do not mention %q\n%s", causes, c.Cause, r.Detail)
+		}
+	case len(r.Violated) > 0:
+		r.Verdict = WrongInvariant
+	case out.Verdict() == checkers.Pass:
+		r.Verdict = Missed
+	default:
+		r.Verdict = Inconclusive
+	}
+	return r
+}
+
+// leaves flattens a composite result into its invariants' results.
+func leaves(r checkers.Result) []checkers.Result {
+	if len(r.Results) == 0 {
+		return []checkers.Result{r}
+	}
+	var out []checkers.Result
+	for _, sub := range r.Results {
+		out = append(out, leaves(sub)...)
+	}
+	return out
+}
+
+// Env is what running cases needs.
+type Env struct {
+	// Bin is the foreignsvc binary (see [Build]).
+	Bin string
+	// Root is the module root (see [ModuleRoot]).
+	Root string
+	// Database returns a fresh database's DSN for a Postgres case, and a
+	// function that drops it.
+	Database func(ctx context.Context, name string) (string, func(), error)
+	// HistoryDir keeps the runs' histories ("" = the system temp dir).
+	HistoryDir string
+}
+
+// envMu serialises scenario loading: the scenarios name the service's
+// address and database through environment variables.
+var envMu sync.Mutex
+
+// LoadScenario loads the case's scenario for a service at url (and dsn).
+// The scenario files name them as ${FOREIGN_URL} and ${FOREIGN_DSN}, the way
+// a team's CI passes addresses to the scenarios it keeps in its repository.
+func (e Env) LoadScenario(c Case, url, dsn string) (*scenarios.Scenario, error) {
+	envMu.Lock()
+	defer envMu.Unlock()
+	for k, v := range map[string]string{"FOREIGN_URL": url, "FOREIGN_DSN": dsn} {
+		old, had := os.LookupEnv(k)
+		_ = os.Setenv(k, v)
+		defer func() {
+			if had {
+				_ = os.Setenv(k, old)
+			} else {
+				_ = os.Unsetenv(k)
+			}
+		}()
+	}
+	return scenarios.Load(filepath.Join(e.Root, c.Scenario))
+}
+
+// Run starts the case's service as its own process, runs its scenario once
+// per seed through idemchaos's Go API against it, stops it, and returns one
+// result per seed (each also passed to onSeed as it comes, when not nil).
+// An error means the case could not run at all (the service did not start,
+// the scenario is invalid, the environment failed).
+func (e Env) Run(ctx context.Context, c Case, seeds []int64, onSeed func(SeedResult)) ([]SeedResult, error) {
+	dsn := ""
+	if c.Postgres {
+		if e.Database == nil {
+			return nil, fmt.Errorf("%s needs Postgres and no database was given", c.Name)
+		}
+		d, drop, err := e.Database(ctx, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		dsn = d
+		defer drop()
+	}
+	svc, err := Start(ctx, e.Bin, c, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer svc.Stop()
+	s, err := e.LoadScenario(c, svc.URL, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindExternal, TargetURL: svc.URL, Scenarios: []*scenarios.Scenario{s}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	defer closeEnv(context.WithoutCancel(ctx))
+	r.HistoryDir = e.HistoryDir
+	var out []SeedResult
+	for _, seed := range seeds {
+		o, err := r.Run(ctx, s, harness.RunOptions{Seed: seed})
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		res := c.Judge(seed, o, err)
+		if svc.Exited() {
+			res.Verdict, res.Detail = Error, "the service exited:\n"+svc.Stderr()
+		}
+		out = append(out, res)
+		if onSeed != nil {
+			onSeed(res)
+		}
+		if svc.Exited() {
+			return out, errors.New(res.Detail)
+		}
+	}
+	return out, nil
+}
