@@ -20,6 +20,7 @@ type checkFlags struct {
 	profile       string
 	headers       []string
 	decisionBound time.Duration
+	effects       string
 }
 
 func (m *Main) checkCmd() *cobra.Command {
@@ -35,7 +36,8 @@ verdicts, no violation), 3 a file could not be read or is malformed.`,
 		Example: `  idemchaos check testdata/histories/exactly-once/response-drop-retry-ok.jsonl
   idemchaos check --json run.jsonl
   idemchaos check --invariant exactly-once --invariant replay-identical run.jsonl
-  idemchaos check --profile stripe --decision-bound 10s run.jsonl`,
+  idemchaos check --profile stripe --decision-bound 10s run.jsonl
+  idemchaos check --effects my-api.yaml recorded.jsonl`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return m.runCheck(cmd, f, args)
@@ -47,6 +49,7 @@ verdicts, no violation), 3 a file could not be read or is malformed.`,
 	fl.StringVar(&f.profile, "profile", m.env("PROFILE", "ietf"), "status contract profile: ietf or stripe (env IDEMCHAOS_PROFILE)")
 	fl.StringSliceVar(&f.headers, "headers", []string{"Content-Type"}, "response headers that must be identical on replay, besides status and body")
 	fl.DurationVar(&f.decisionBound, "decision-bound", 5*time.Second, "how long after faults heal a retried key may stay undecided")
+	fl.StringVar(&f.effects, "effects", "", "read the effects with this scenario's oracle (sql or http) and add them (for a recording)")
 	return cmd
 }
 
@@ -74,6 +77,11 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 		h, err := loadFile(name, keep)
 		if err != nil {
 			return usageError(err)
+		}
+		if f.effects != "" {
+			if err := addEffects(cmd.Context(), h, f.effects); err != nil {
+				return usageError(err)
+			}
 		}
 		run := report.FromCheck(name, h, checker.Check(h, h.Effects))
 		runs = append(runs, run)
