@@ -231,12 +231,12 @@ func (s *scaffold) writeContract(y *yamlText) {
 // writeEffects leaves the oracle as a marked TODO: the document says what
 // the API answers, not where its effects land.
 func (s *scaffold) writeEffects(y *yamlText) {
-	y.comment(0, `TODO effects: how idemchaos reads what your service really did (one row per effect: tenant, idempotency key, effect id). Until you fill this in, exactly-once cannot be judged and the verdict is at best inconclusive (exit 2). Either your database:
+	y.comment(0, fmt.Sprintf(`TODO effects: how idemchaos reads what your service really did (one row per effect: tenant, idempotency key, effect id). The tenant column must name tenants as this scenario sends them: %s. Until you fill this in, exactly-once cannot be judged and the verdict is at best inconclusive (exit 2). Either your database:
 
   effects:
     oracle: sql
     dsn: ${MY_SERVICE_DSN}
-    query: SELECT tenant, idempotency_key, 'order ' || id FROM orders
+    query: SELECT %s, idempotency_key, 'order ' || id FROM orders
 
 or an HTTP endpoint of yours returning JSON:
 
@@ -246,7 +246,23 @@ or an HTTP endpoint of yours returning JSON:
     items: $.effects[*]
     tenant: $.tenant
     key: $.key
-    id: $.id`)
+    id: $.id`, s.tenantNames(), s.tenantColumn()))
 	y.line(0, "effects:", "")
 	y.line(1, "oracle: none", "TODO: sql or http, as above")
+}
+
+// tenantNames says how the history names tenants, which the effects'
+// tenant column must match, or the effects match no attempt.
+func (s *scaffold) tenantNames() string {
+	if s.ten.multi {
+		return "t1, t2, t3 (the keys of endpoint.tokens; map your tenant ids to them in the query)"
+	}
+	return "t1 (one tenant: return the literal 't1')"
+}
+
+func (s *scaffold) tenantColumn() string {
+	if s.ten.multi {
+		return "tenant"
+	}
+	return "'t1'"
 }

@@ -227,10 +227,33 @@ func (s *scaffold) findHeaders() {
 		s.headers = append(s.headers, [2]string{v.Name, val})
 		s.headerWhy[v.Name] = why
 	}
-	if s.ten.in == "apikey" {
-		s.headers = append(s.headers, [2]string{s.ten.name, "TODO-api-key"})
-		s.headerWhy[s.ten.name] = "the API key (security scheme): fill in a test key"
+	for _, name := range apiKeyHeaders(s.t, s.o) {
+		s.headers = append(s.headers, [2]string{name, "TODO-api-key"})
+		s.headerWhy[name] = "the API key (security scheme): fill in a test key"
 	}
+}
+
+// apiKeyHeaders are the header names of the API-key security schemes the
+// operation uses (besides Authorization, which carries the tenants' tokens).
+func apiKeyHeaders(t *openapi3.T, o *operation) []string {
+	reqs := t.Security
+	if o.op.Security != nil {
+		reqs = *o.op.Security
+	}
+	var out []string
+	for _, req := range reqs {
+		for n := range req {
+			if t.Components == nil || t.Components.SecuritySchemes[n] == nil || t.Components.SecuritySchemes[n].Value == nil {
+				continue
+			}
+			sc := t.Components.SecuritySchemes[n].Value
+			if sc.Type == "apiKey" && sc.In == "header" && !strings.EqualFold(sc.Name, "Authorization") && !slices.Contains(out, sc.Name) {
+				out = append(out, sc.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // tenantNote says what the current scenario format cannot express about

@@ -75,5 +75,114 @@ func keys(m map[string]*scenarios.Scenario) []string {
 	return out
 }
 
-var _ = os.WriteFile
-var _ = filepath.Join
+func stepNames(s *scenarios.Scenario) string {
+	var names []string
+	for _, st := range s.Steps {
+		names = append(names, st.Name)
+	}
+	return strings.Join(names, " ")
+}
+
+// A Stripe-shaped API: form bodies, an optional key, the connected account
+// in a header, 400 for reuse and 409 in flight (the stripe profile).
+func TestGenerate_FormBodiesAccountHeaderStripeDialect(t *testing.T) {
+	got := generate(t, "../../testdata/openapi/stripe-like.yaml", scaffold.Options{})
+	if len(got) != 4 {
+		t.Fatalf("want charges and refunds (not the GET), each with an -infra file; got %v", keys(got))
+	}
+	s := got["create-charge.yaml"]
+	e := s.Endpoint
+	if e.Headers["Content-Type"] != "application/x-www-form-urlencoded" {
+		t.Errorf("Content-Type %q", e.Headers["Content-Type"])
+	}
+	if want := "amount={{amount}}&currency=usd&source=tok_visa&metadata[order_id]={{uuid}}"; e.Body != want {
+		t.Errorf("body\n got %s\nwant %s", e.Body, want)
+	}
+	if e.Headers["Payments-Account"] != "acct_1032D82eZvKYlo2C" || e.Headers["Payments-Version"] != "2024-06-20" {
+		t.Errorf("headers %v: want the account (tenant) and the required version header with their examples", e.Headers)
+	}
+	if s.Contract.Profile != "stripe" {
+		t.Errorf("contract %+v, want stripe (400 reuse, 409 in flight, optional key)", s.Contract)
+	}
+	if s.Traffic.Tenants != 1 {
+		t.Errorf("tenants %d: one account header value can only be one tenant", s.Traffic.Tenants)
+	}
+	if want := "lost-responses double-clicks gateway-timeouts key-reuse twins"; stepNames(s) != want {
+		t.Errorf("steps %q, want %q (no cross-tenant: one tenant)", stepNames(s), want)
+	}
+	d, _ := scaffold.Load(t.Context(), "../../testdata/openapi/stripe-like.yaml")
+	files, _ := scaffold.Generate(d, scaffold.Options{})
+	if len(files[0].Notes) == 0 || !strings.Contains(files[0].Notes[0], `"Payments-Account"`) || !strings.Contains(files[0].Text, "# NOTE: the tenant is the header") {
+		t.Errorf("the tenant limitation must be a note in the file and for the CLI: %v", files[0].Notes)
+	}
+	if !strings.Contains(files[0].Text, "guess:") {
+		t.Error("no guess is flagged")
+	}
+}
+
+// An API with the merchant account in the path, a custom key header, an
+// API-key header, JSON bodies using $ref, oneOf, allOf and 3.1 type arrays,
+// and a 409-reuse / 425-in-flight dialect (a custom profile).
+func TestGenerate_AccountInPathCustomDialect(t *testing.T) {
+	got := generate(t, "../../testdata/openapi/account-path.json", scaffold.Options{KeyHeader: "x-idempotency-key", Operations: []string{"createPayout"}})
+	s := got["create-payment.yaml"]
+	if s == nil {
+		t.Fatalf("no create-payment.yaml in %v", keys(got))
+	}
+	e := s.Endpoint
+	if e.Path != "/api/v2/accounts/acct_123/payments" || e.KeyHeader != "X-Idempotency-Key" || e.Headers["X-API-Key"] == "" {
+		t.Errorf("endpoint path %s key %s headers %v", e.Path, e.KeyHeader, e.Headers)
+	}
+	want := `{"merchant_reference":"{{uuid}}","payment_method":{"token":"tok_4111","type":"card"},"shopper":{"email":"buyer@example.com","country":"NL"},"amount":{"value":{{amount}},"currency":"EUR"}}`
+	if e.Body != want {
+		t.Errorf("body\n got %s\nwant %s", e.Body, want)
+	}
+	c := s.Contract
+	if c.Profile != "custom" || c.MissingKey != 400 || c.Reuse != 409 || c.InFlight != 425 {
+		t.Errorf("contract %+v, want custom 400/409/425", c)
+	}
+	if s.Target.URL != "http://127.0.0.1:8300" {
+		t.Errorf("target %s: the document's loopback server", s.Target.URL)
+	}
+	p := got["create-payout.yaml"]
+	if p == nil {
+		t.Fatalf("--operation createPayout wrote nothing: %v", keys(got))
+	}
+	if p.Contract.MissingKey != 0 || p.Endpoint.KeyHeader != "x-idempotency-key" {
+		t.Errorf("payout: %+v key %s: an undeclared key is optional, sent under --key-header", p.Contract, p.Endpoint.KeyHeader)
+	}
+}
+
+func TestGenerate_BadSelections(t *testing.T) {
+	d, err := scaffold.Load(t.Context(), "../../testdata/openapi/account-path.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		opts scaffold.Options
+		want string
+	}{
+		"unknown operation": {scaffold.Options{KeyHeader: "X-Idempotency-Key", Operations: []string{"createPayot"}}, "no operation createPayot"},
+		"a read":            {scaffold.Options{KeyHeader: "X-Idempotency-Key", Operations: []string{"listPayouts"}}, "GET is not a write"},
+		"no key header":     {scaffold.Options{}, "no write operation declares a Idempotency-Key header"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := scaffold.Generate(d, c.opts)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err %v, want %q", err, c.want)
+			}
+		})
+	}
+	if _, err := scaffold.Load(t.Context(), "../../testdata/openapi/nope.yaml"); err == nil {
+		t.Error("a missing file loaded")
+	}
+	bad := filepath.Join(t.TempDir(), "swagger.yaml")
+	if err := os.WriteFile(bad, []byte("swagger: \"2.0\"\ninfo: {title: x, version: \"1\"}\npaths: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scaffold.Load(t.Context(), bad); err == nil {
+		t.Error("a Swagger 2.0 document loaded")
+	} else {
+		t.Log(err)
+	}
+}
