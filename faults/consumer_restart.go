@@ -14,7 +14,13 @@ type ConsumerRestart struct {
 	_     struct{}
 }
 
-var _ Blocking = (*ConsumerRestart)(nil)
+var (
+	_ Blocking = (*ConsumerRestart)(nil)
+	_ HookUser = (*ConsumerRestart)(nil)
+)
+
+// Hooks implements [HookUser].
+func (*ConsumerRestart) Hooks() []string { return []string{"kill_consumer", "restart_consumer"} }
 
 // Kind implements [Fault].
 func (*ConsumerRestart) Kind() string { return "consumer-restart" }

@@ -22,7 +22,18 @@ type Crash struct {
 	_         struct{}
 }
 
-var _ Blocking = (*Crash)(nil)
+var (
+	_ Blocking = (*Crash)(nil)
+	_ HookUser = (*Crash)(nil)
+)
+
+// Hooks implements [HookUser]: kill, and restart unless it stays dead.
+func (f *Crash) Hooks() []string {
+	if f.NoRestart {
+		return []string{"kill"}
+	}
+	return []string{"kill", "restart"}
+}
 
 // Kind implements [Fault].
 func (*Crash) Kind() string { return "crash" }

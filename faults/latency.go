@@ -14,7 +14,14 @@ type Latency struct {
 	linkLatency `yaml:",inline"`
 }
 
-var _ Aimed = (*Latency)(nil)
+var (
+	_ Aimed    = (*Latency)(nil)
+	_ Timeable = (*Latency)(nil)
+)
+
+// CanBeTimed implements [Timeable]: on the whole link for a time, or on the
+// picked intents' attempts.
+func (*Latency) CanBeTimed() bool { return true }
 
 // Kind implements [Fault].
 func (*Latency) Kind() string { return "latency" }

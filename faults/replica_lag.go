@@ -16,7 +16,17 @@ type ReplicaLag struct {
 	_     struct{}
 }
 
-var _ Fault = (*ReplicaLag)(nil)
+var (
+	_ HookUser    = (*ReplicaLag)(nil)
+	_ StandbyUser = (*ReplicaLag)(nil)
+)
+
+// Hooks implements [HookUser]: a user's service sets its replica's delay.
+func (*ReplicaLag) Hooks() []string { return []string{"replica_delay"} }
+
+// NeedsStandby implements [StandbyUser]: the reference's replica is a real
+// streaming standby.
+func (*ReplicaLag) NeedsStandby() bool { return true }
 
 // Kind implements [Fault].
 func (*ReplicaLag) Kind() string { return "replica-lag" }

@@ -23,7 +23,23 @@ type RetentionExpiry struct {
 	_       struct{}
 }
 
-var _ Aimed = (*RetentionExpiry)(nil)
+var (
+	_ Aimed    = (*RetentionExpiry)(nil)
+	_ Spanning = (*RetentionExpiry)(nil)
+	_ HookUser = (*RetentionExpiry)(nil)
+)
+
+// Attempts implements [Spanning]: the attempt whose response is lost, and
+// the retry that is held back.
+func (*RetentionExpiry) Attempts() int { return 2 }
+
+// Hooks implements [HookUser]: the purge before the late retry.
+func (f *RetentionExpiry) Hooks() []string {
+	if f.NoPurge {
+		return nil
+	}
+	return []string{"purge"}
+}
 
 // Kind implements [Fault].
 func (*RetentionExpiry) Kind() string { return "retention-expiry" }

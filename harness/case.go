@@ -9,19 +9,21 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/internal/env"
-	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
 // TB is the part of testing.TB the harness uses. A small interface lets the
 // harness's own tests run a failing case against a fake and assert that it
-// failed, as rapid's TB does.
+// failed, as rapid's TB does. Errorf and FailNow make every TB a testify
+// require.TestingT, so a test can state its own expectations about a case
+// with require and assert on the same value.
 type TB interface {
 	Helper()
 	Name() string
 	Logf(format string, args ...any)
 	Errorf(format string, args ...any)
 	Fatalf(format string, args ...any)
+	FailNow()
 	Skipf(format string, args ...any)
 	Failed() bool
 	Cleanup(func())
@@ -51,7 +53,16 @@ type Case struct {
 	Seed int64
 	// BeforeStep runs before each step with its 0-based index.
 	BeforeStep func(i int)
-	_          struct{}
+	// Investigate says what follows a step that fails with a violation it
+	// did not expect: by default the same plan is re-run [DefaultReruns]
+	// times to classify the failure (reproducible or intermittent), then
+	// shrunk to a minimal plan within [DefaultShrinkBudget]; the findings
+	// go into the failure message. A passing step costs nothing.
+	Investigate InvestigateOptions
+	// NoInvestigate reports a failing step as it is, without re-runs or
+	// shrinking.
+	NoInvestigate bool
+	_             struct{}
 }
 
 // Step is one run of a scenario. Its kind is explicit in the fields it
@@ -109,7 +120,8 @@ func Test(t TB, c Case) {
 		if mutant == "" && s.Target.Reference != nil && s.Target.Reference.Mutant == "" {
 			mutant = CorrectService
 		}
-		out, err := r.Run(ctx, s, RunOptions{Seed: seed, Mutant: mutant})
+		opts := RunOptions{Seed: seed, Mutant: mutant}
+		out, err := r.Run(ctx, s, opts)
 		where := fmt.Sprintf("step %d/%d (%s, seed %d", i+1, len(c.Steps), s.Name, seed)
 		if out != nil && out.Mutant != "" {
 			where += ", mutant " + out.Mutant
@@ -119,13 +131,41 @@ func Test(t TB, c Case) {
 			t.Errorf("%s: %v", where, err)
 			continue
 		}
-		judgeStep(t, where, st, out)
+		if judgeStep(t, where, st, out) && !c.NoInvestigate && st.ExpectViolation == "" && st.Check == nil {
+			if msg := describeInvestigation(r.Investigate(ctx, out, opts, c.Investigate)); msg != "" {
+				t.Errorf("%s: %s", where, msg)
+			}
+		}
 	}
 }
 
-// judgeStep fails t when the step's outcome is not what it expected.
-func judgeStep(t TB, where string, st Step, out *Outcome) {
+// describeInvestigation says what the follow-up of a failure found, or "".
+func describeInvestigation(inv Investigation) string {
+	var b strings.Builder
+	if inv.Repro != "" {
+		b.WriteString(inv.Repro)
+	}
+	if sr := inv.Shrunk; sr != nil {
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "shrunk from %d to %d intents in %d runs, still violating %s:\n%s", sr.From, len(sr.Plan.Intents), sr.Runs, inv.Invariant, sr.Plan.Describe())
+		if inv.PlanPath != "" {
+			fmt.Fprintf(&b, "saved: %s", inv.PlanPath)
+		}
+	}
+	return b.String()
+}
+
+// judgeStep fails t when the step's outcome is not what it expected, and
+// says whether it did.
+func judgeStep(t TB, where string, st Step, out *Outcome) (failed bool) {
 	t.Helper()
+	errorf := func(format string, args ...any) {
+		t.Helper()
+		failed = true
+		t.Errorf(format, args...)
+	}
 	replay := replayHint(out)
 	result := out.Steps[len(out.Steps)-1].Result
 	if st.Check != nil {
@@ -134,20 +174,21 @@ func judgeStep(t TB, where string, st Step, out *Outcome) {
 	switch {
 	case st.ExpectViolation != "":
 		if !violated(result, st.ExpectViolation) {
-			t.Errorf("%s: expected a %s violation, saw none (verdict %s, %d requests)\n%s", where, st.ExpectViolation, result.Verdict, out.Requests, replay)
+			errorf("%s: expected a %s violation, saw none (verdict %s, %d requests)\n%s", where, st.ExpectViolation, result.Verdict, out.Requests, replay)
 		}
 	case st.Check != nil:
 		if result.Verdict != checkers.Pass {
-			t.Errorf("%s: %s\n%s", where, strings.Join(result.Failures(), "\n"), replay)
+			errorf("%s: %s\n%s", where, strings.Join(result.Failures(), "\n"), replay)
 		}
 	default:
 		for _, so := range out.Steps {
 			if !so.Met {
-				t.Errorf("%s: step %q expected %s, got %s:\n%s\n%s", where, so.Name, so.Expect, so.Result.Verdict,
+				errorf("%s: step %q expected %s, got %s:\n%s\n%s", where, so.Name, so.Expect, so.Result.Verdict,
 					strings.Join(so.Result.Failures(), "\n"), replay)
 			}
 		}
 	}
+	return failed
 }
 
 func replayHint(out *Outcome) string {
@@ -159,10 +200,6 @@ func replayHint(out *Outcome) string {
 func (c Case) validate() ([]*scenarios.Scenario, error) {
 	if len(c.Steps) == 0 {
 		return nil, errors.New("harness: a case needs at least one step")
-	}
-	mutants := map[string]bool{"": true}
-	for _, m := range reference.Mutants() {
-		mutants[m.Name] = true
 	}
 	var errs []error
 	loaded := make([]*scenarios.Scenario, len(c.Steps))
@@ -187,8 +224,8 @@ func (c Case) validate() ([]*scenarios.Scenario, error) {
 		default:
 			loaded[i] = loaded[i-1]
 		}
-		if !mutants[st.Mutant] {
-			errs = append(errs, fmt.Errorf("%s: unknown mutant %q (see idemchaos reference mutants)", at, st.Mutant))
+		if _, err := LookupMutant(st.Mutant); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", at, err))
 		}
 		if st.Mutant != "" && loaded[i] != nil && loaded[i].Target.Reference == nil {
 			errs = append(errs, fmt.Errorf("%s: a mutant needs a reference target", at))

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/idemchaos/idemchaos/harness"
 )
 
@@ -22,7 +25,13 @@ type fakeTB struct {
 	cleaning bool
 }
 
-var _ harness.TB = (*fakeTB)(nil)
+var (
+	_ harness.TB = (*fakeTB)(nil)
+	// Every TB is a testify TestingT: tests state expectations about a case
+	// with require/assert on the TB the case reports to.
+	_ require.TestingT = harness.TB(nil)
+	_ assert.TestingT  = harness.TB(nil)
+)
 
 func (f *fakeTB) Helper()             {}
 func (f *fakeTB) Name() string        { return "fake" }
@@ -33,6 +42,7 @@ func (f *fakeTB) Errorf(format string, args ...any) {
 	f.errors = append(f.errors, fmt.Sprintf(format, args...))
 }
 func (f *fakeTB) Fatalf(format string, args ...any) { f.Errorf(format, args...); f.fatal = true }
+func (f *fakeTB) FailNow()                          { f.fatal = true }
 func (f *fakeTB) Skipf(string, ...any)              { f.skipped = true }
 func (f *fakeTB) Failed() bool                      { return len(f.errors) > 0 && !f.cleaning }
 func (f *fakeTB) Cleanup(fn func())                 { f.cleanup = append(f.cleanup, fn) }
@@ -66,14 +76,10 @@ func TestCase_ValidatesEverythingBeforeStarting(t *testing.T) {
 			tb := &fakeTB{}
 			harness.Test(tb, tc.c)
 			tb.done()
-			if !tb.fatal {
-				t.Fatalf("an invalid case did not fail: %v", tb.errors)
-			}
+			require.True(t, tb.fatal, "an invalid case did not fail: %v", tb.errors)
 			got := strings.Join(tb.errors, "\n")
 			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("error %q does not say %q", got, w)
-				}
+				assert.Contains(t, got, w)
 			}
 		})
 	}
@@ -86,9 +92,10 @@ func TestCase_ExpectViolationFailsWhenNoneIsSeen(t *testing.T) {
 	}})
 	tb.done()
 	got := strings.Join(tb.errors, "\n")
-	if !strings.Contains(got, "expected a reuse-rejected violation, saw none") || !strings.Contains(got, "replay: idemchaos run -s ../scenarios/key-reuse.yaml --seed 1") {
-		t.Fatalf("the correct reference cannot violate reuse-rejected, so the step must fail with the replay command; got %q", got)
-	}
+	// The correct reference cannot violate reuse-rejected, so the step must
+	// fail with the replay command.
+	assert.Contains(t, got, "expected a reuse-rejected violation, saw none")
+	assert.Contains(t, got, "replay: idemchaos run -s ../scenarios/key-reuse.yaml --seed 1")
 }
 
 func TestCase_CleanExpectationFailsOnAMutant(t *testing.T) {
@@ -98,7 +105,8 @@ func TestCase_CleanExpectationFailsOnAMutant(t *testing.T) {
 	}})
 	tb.done()
 	got := strings.Join(tb.errors, "\n")
-	if !strings.Contains(got, "reuse-rejected") || !strings.Contains(got, "--mutant no-fingerprint") {
-		t.Fatalf("a mutant must fail a step that expects clean, naming the invariant and the replay; got %q", got)
-	}
+	// A mutant must fail a step that expects clean, naming the invariant
+	// and the replay.
+	assert.Contains(t, got, "reuse-rejected")
+	assert.Contains(t, got, "--mutant no-fingerprint")
 }

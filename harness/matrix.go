@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/idemchaos/idemchaos/reference"
@@ -16,8 +17,10 @@ type MatrixRow struct {
 	Pitfall string
 	// Expected is the invariant the mutant's pitfall should trip.
 	Expected string
-	// Caught says a scenario found a violation (for a mutant) — for the
-	// correct reference, Clean says every scenario passed.
+	// Caught says a scenario violated Expected (for a mutant): a run that
+	// violates only other invariants is not a catch, since it does not
+	// show the mutant's pitfall. For the correct reference, Clean says
+	// every scenario passed.
 	Caught bool
 	Clean  bool
 	// By lists the invariants violated by the catching run; Scenario names it.
@@ -72,7 +75,8 @@ type MatrixOptions struct {
 // CatchMatrix runs every scenario of the suite against the correct
 // reference (each must be clean; see [MatrixOptions.SkipReference]) and, for each mutant, runs the suite until
 // one scenario catches it — the scenario designed for the mutant first,
-// then those that check its expected invariant, so a catch comes early.
+// then those that check its expected invariant, so a catch comes early. A
+// catch is a violation of the mutant's expected invariant.
 func (r *Runner) CatchMatrix(ctx context.Context, suite []*scenarios.Scenario, opts MatrixOptions) (*Matrix, error) {
 	start := time.Now()
 	m := &Matrix{Reference: MatrixRow{Clean: true}}
@@ -115,7 +119,7 @@ func (r *Runner) CatchMatrix(ctx context.Context, suite []*scenarios.Scenario, o
 			if opts.AfterRun != nil {
 				opts.AfterRun(&row, o)
 			}
-			if o != nil && len(o.Caught()) > 0 {
+			if row.catches(o) {
 				row.Caught, row.By, row.Scenario = true, o.Caught(), s.Name
 				break
 			}
@@ -124,6 +128,12 @@ func (r *Runner) CatchMatrix(ctx context.Context, suite []*scenarios.Scenario, o
 	}
 	m.Elapsed = time.Since(start)
 	return m, nil
+}
+
+// catches says whether a run of the row's mutant violated the invariant
+// the mutant is expected to trip.
+func (row *MatrixRow) catches(o *Outcome) bool {
+	return o != nil && slices.Contains(o.Caught(), row.Expected)
 }
 
 // account adds a run to a row; a cancelled context ends the matrix.
@@ -165,4 +175,18 @@ func orderFor(suite []*scenarios.Scenario, inv, designed string) []*scenarios.Sc
 		}
 	}
 	return append(first, rest...)
+}
+
+// MatrixMutants names the mutants a matrix limited to want runs: want
+// itself, or every mutant when it is empty. Pass them to
+// [OpenOptions.Mutants] so the environment has what they need.
+func MatrixMutants(want []string) []string {
+	if len(want) > 0 {
+		return want
+	}
+	var out []string
+	for _, m := range reference.Mutants() {
+		out = append(out, m.Name)
+	}
+	return out
 }

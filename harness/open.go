@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -23,9 +24,13 @@ type OpenOptions struct {
 	// DatabaseListen is where that proxy listens (default a free port on
 	// 127.0.0.1): a fixed address lets the service's configuration name it.
 	DatabaseListen string
-	// Standby forces a streaming standby in the local environment (it is
-	// started anyway when a scenario needs a replica).
+	// Standby forces a streaming standby in the local environment. It is
+	// started anyway when a scenario, one of its faults or one of Mutants
+	// needs one.
 	Standby bool
+	// Mutants are the mutants the runs will use: those that declare a
+	// need (a standby) get it.
+	Mutants []string
 	// ToxiproxyURL drives that toxiproxy-server's API instead of the
 	// in-process Toxiproxy (e.g. http://127.0.0.1:8474).
 	ToxiproxyURL string
@@ -56,9 +61,9 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 		}
 		return &Runner{External: ext}, ext.Close, nil
 	case env.KindLocal:
-		standby := opts.Standby
-		for _, s := range opts.Scenarios {
-			standby = standby || (s.Target.Reference != nil && s.Target.Reference.Replica)
+		standby, err := needsStandby(opts)
+		if err != nil {
+			return nil, nil, err
 		}
 		if _, err := env.Resolve(ctx, env.Options{Kind: env.KindAuto}); err != nil {
 			return nil, nil, err
@@ -72,4 +77,41 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 		return nil, nil, env.ErrDockerUnavailable
 	}
 	return nil, nil, fmt.Errorf("%w %q", env.ErrUnknownKind, kind)
+}
+
+// needsStandby says whether a local environment must have a streaming
+// standby: forced, asked for by a reference scenario or one of its faults,
+// or declared by a mutant the runs will use.
+func needsStandby(opts OpenOptions) (bool, error) {
+	need := opts.Standby
+	for _, name := range opts.Mutants {
+		m, err := LookupMutant(name)
+		if err != nil {
+			return false, err
+		}
+		need = need || m.Standby
+	}
+	for _, s := range opts.Scenarios {
+		if s.Target.Reference == nil {
+			continue
+		}
+		need = need || s.Target.Reference.Replica || scenarioNeedsStandby(s)
+	}
+	return need, nil
+}
+
+// scenarioNeedsStandby says whether a fault of any step needs a standby.
+func scenarioNeedsStandby(s *scenarios.Scenario) bool {
+	for i := range s.EffectiveSteps() {
+		fs, err := buildFaults(s, i)
+		if err != nil {
+			return false // Run reports it
+		}
+		for _, f := range fs {
+			if faults.NeedsStandby(f.fault) {
+				return true
+			}
+		}
+	}
+	return false
 }

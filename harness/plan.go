@@ -36,10 +36,18 @@ type TimedFault struct {
 	For   time.Duration
 }
 
-// builtFault is a scenario fault with its validated value.
+// builtFault is a scenario fault with its validated value and what the
+// harness needs to know of its kind, read once from its optional
+// interfaces (see faults.IsAimed and faults.AttemptsOf).
 type builtFault struct {
 	spec  scenarios.FaultSpec
 	fault faults.Fault
+	// aimed: it acts on the attempts of the intents the plan picks;
+	// otherwise it is timed.
+	aimed bool
+	// attempts is how many consecutive attempts of a picked intent it
+	// acts on.
+	attempts int
 }
 
 // faultID names an aimed fault in Intent.Faults: "<kind>#<index>".
@@ -52,22 +60,6 @@ func parseFaultID(id string) (int, bool) {
 	}
 	n, err := strconv.Atoi(id[i+1:])
 	return n, err == nil
-}
-
-// isAimed says whether a fault acts on attempts the plan picks rather than
-// at a time. A fault that can do both (latency) is aimed when its "when"
-// picks intents (a fraction or every n-th), timed otherwise.
-func isAimed(f faults.Fault, w scenarios.When) bool {
-	if _, ok := f.(faults.Clicker); ok {
-		return true
-	}
-	if _, ok := f.(faults.Aimed); !ok {
-		return false
-	}
-	if _, timedToo := f.(*faults.Latency); timedToo {
-		return w.Fraction > 0 || w.Nth > 0
-	}
-	return true
 }
 
 // generatePlan draws a plan from the scenario's traffic shape with rapid's
@@ -124,7 +116,7 @@ func generatePlan(seed int64, tr scenarios.Traffic, ep scenarios.Endpoint, fs []
 				}
 			}
 			for fi, f := range fs {
-				if !isAimed(f.fault, f.spec.When) || !hits(f.spec.When, i, coin) {
+				if !f.aimed || !hits(f.spec.When, i, coin) {
 					continue
 				}
 				if c, ok := f.fault.(faults.Clicker); ok {
@@ -134,10 +126,9 @@ func generatePlan(seed int64, tr scenarios.Traffic, ep scenarios.Endpoint, fs []
 				if in.Faults == nil {
 					in.Faults = map[int]string{}
 				}
-				attempt := max(f.spec.When.Attempt, 1)
-				in.Faults[attempt] = faultID(f.spec.Kind, fi)
-				if f.spec.Kind == "retention-expiry" {
-					in.Faults[attempt+1] = faultID(f.spec.Kind, fi)
+				first := max(f.spec.When.Attempt, 1)
+				for a := first; a < first+f.attempts; a++ {
+					in.Faults[a] = faultID(f.spec.Kind, fi)
 				}
 			}
 			p.Intents = append(p.Intents, in)
@@ -150,7 +141,7 @@ func generatePlan(seed int64, tr scenarios.Traffic, ep scenarios.Endpoint, fs []
 		}
 		p.Intents = append(p.Intents, dups...)
 		for fi, f := range fs {
-			if !isAimed(f.fault, f.spec.When) {
+			if !f.aimed {
 				p.Timed = append(p.Timed, TimedFault{Fault: fi, Kind: f.spec.Kind, At: f.spec.When.At, For: f.spec.When.For})
 			}
 		}
@@ -268,20 +259,18 @@ func Plans(s *scenarios.Scenario, seed int64) ([]Plan, error) {
 	return out, nil
 }
 
-// buildFaults validates and builds the faults of step i.
+// buildFaults builds the faults of step i: fresh values, since a fault may
+// keep state while it runs.
 func buildFaults(s *scenarios.Scenario, i int) ([]builtFault, error) {
 	steps := s.EffectiveSteps()
-	specs := steps[i].Faults
-	if specs == nil && len(s.Steps) == 0 {
-		specs = s.Faults
-	}
 	var out []builtFault
-	for _, spec := range specs {
+	for _, spec := range steps[i].Faults {
 		f, err := spec.Build()
 		if err != nil {
 			return nil, fmt.Errorf("step %d/%d: %w", i+1, len(steps), err)
 		}
-		out = append(out, builtFault{spec: spec, fault: f})
+		picks := spec.When.Fraction > 0 || spec.When.Nth > 0
+		out = append(out, builtFault{spec: spec, fault: f, aimed: faults.IsAimed(f, picks), attempts: faults.AttemptsOf(f)})
 	}
 	return out, nil
 }

@@ -7,24 +7,23 @@ import (
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
-func TestIsAimed_DecidedByWhen(t *testing.T) {
+// A fault that spans attempts is aimed at each of them, whatever its kind:
+// the plan reads the span from the fault, never from its name.
+func TestGeneratePlan_AimsEverySpannedAttempt(t *testing.T) {
 	t.Parallel()
-	cases := map[string]struct {
-		f    faults.Fault
-		w    scenarios.When
-		want bool
-	}{
-		"response-drop, default when":   {&faults.ResponseDrop{}, scenarios.When{}, true},
-		"double-click":                  {&faults.DoubleClick{}, scenarios.When{Fraction: 0.5}, true},
-		"latency at a time":             {&faults.Latency{}, scenarios.When{At: 1}, false},
-		"latency on a fraction":         {&faults.Latency{}, scenarios.When{Fraction: 0.3}, true},
-		"latency on every third intent": {&faults.Latency{}, scenarios.When{Nth: 3}, true},
-		"slow-db is only timed":         {&faults.SlowDB{}, scenarios.When{Fraction: 0.3}, false},
-		"crash is only timed":           {&faults.Crash{}, scenarios.When{}, false},
-	}
-	for name, tc := range cases {
-		if got := isAimed(tc.f, tc.w); got != tc.want {
-			t.Errorf("%s: isAimed = %v, want %v", name, got, tc.want)
+	s := &scenarios.Scenario{Name: "span", Endpoint: scenarios.Endpoint{Method: "POST", Path: "/x", Body: "{}"},
+		Traffic: scenarios.Traffic{Intents: 3, Concurrency: 1}}
+	fs := []builtFault{{spec: scenarios.FaultSpec{Kind: "retention-expiry", When: scenarios.When{Attempt: 2, Nth: 1}},
+		fault: &faults.RetentionExpiry{}, aimed: true, attempts: 3}}
+	p := generatePlan(7, s.Traffic, s.Endpoint, fs, []string{"t1"}, "", "")
+	for _, in := range p.Intents {
+		for _, a := range []int{2, 3, 4} {
+			if in.Faults[a] != "retention-expiry#0" {
+				t.Fatalf("intent %s: attempt %d carries %q, want the fault (faults %v)", in.ID, a, in.Faults[a], in.Faults)
+			}
+		}
+		if _, ok := in.Faults[1]; ok || len(in.Faults) != 3 {
+			t.Fatalf("intent %s: faults %v, want attempts 2..4 only", in.ID, in.Faults)
 		}
 	}
 }

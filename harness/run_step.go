@@ -66,7 +66,7 @@ func (r *Runner) runStep(ctx context.Context, w *world, t *target, tr scenarios.
 		}()
 	}
 	cfg := driver.Config{
-		BaseURL: t.clientURL, Tokens: t.tokens, KeyHeader: s.Endpoint.KeyHeader, Headers: headersOf(s.Endpoint.Headers),
+		BaseURL: t.clientURL, Tokens: t.tokens, KeyHeader: s.Endpoint.KeyHeader, Headers: s.Endpoint.Headers,
 		Concurrency: tr.Concurrency, MaxRequests: tr.MaxRequests, Deadline: tr.Deadline, Timeout: tr.Timeout,
 		Model: driver.Model(tr.Client), InFlightStatus: inFlightStatus(s),
 		Retry: driver.RetryPolicy{MaxAttempts: tr.Retry.MaxAttempts, Base: tr.Retry.Base, Max: tr.Retry.Max, MaxRetryAfter: tr.Retry.MaxRetryAfter},
@@ -80,7 +80,7 @@ func (r *Runner) runStep(ctx context.Context, w *world, t *target, tr scenarios.
 	stats, err := driver.Run(ctx, cfg, plan.Intents)
 	hctx := context.WithoutCancel(ctx)
 	for _, f := range fs {
-		if isAimed(f.fault, f.spec.When) {
+		if f.aimed {
 			_ = f.fault.Heal(hctx, w)
 		}
 	}
@@ -127,19 +127,6 @@ func (r router) Route(ctx context.Context, a driver.AttemptInfo) (driver.Route, 
 	}
 	rt, err := aimed.Route(ctx, r.w, faults.Attempt{Op: a.Op, Intent: a.Intent.ID, Tenant: a.Intent.Tenant, Key: a.Key, Number: a.Attempt, Click: a.Click})
 	return driver.Route{BaseURL: rt.BaseURL, Fresh: rt.Fresh, Done: rt.Done}, err
-}
-
-func headersOf(m map[string]string) history.Headers {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	h := make(history.Headers, 0, len(names))
-	for _, k := range names {
-		h = append(h, history.Header{Name: k, Value: m[k]})
-	}
-	return h
 }
 
 func inFlightStatus(s *scenarios.Scenario) int {

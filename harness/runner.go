@@ -20,6 +20,7 @@ import (
 	"github.com/idemchaos/idemchaos/internal/ctxwait"
 	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/internal/proxy"
+	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -197,7 +198,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	if r.Local != nil && s.Target.Reference != nil {
 		w.standby = r.Local.Standby()
 	}
-	ora := r.oracleFor(s, t)
+	ora := oracleFor(s, t.dsn, t.consumer != nil)
 	recorded := map[string]bool{}
 	checker, keep, err := checkerFor(s)
 	if err != nil {
@@ -294,14 +295,18 @@ func (r *Runner) startTarget(ctx context.Context, s *scenarios.Scenario, mutant 
 	return startExternal(r.External, &s.Target, s.Effects.DSN, tokens), nil
 }
 
-func (r *Runner) oracleFor(s *scenarios.Scenario, t *target) oracle.Oracle {
+// oracleFor is the one place an effect oracle is made from a scenario:
+// the reference's reads its database (dsn), waiting for its consumer to
+// drain the queue when one runs; sql and http read the user's service.
+// nil: the scenario reads no effects.
+func oracleFor(s *scenarios.Scenario, dsn string, consumer bool) oracle.Oracle {
 	switch s.Effects.Oracle {
 	case "reference":
 		drain := time.Duration(0)
-		if s.Target.Reference != nil && s.Target.Reference.Consumer {
+		if consumer && s.Target.Reference != nil {
 			drain = 10*time.Second + s.Target.Reference.VisibilityTimeout
 		}
-		return oracle.Reference(t.dsn, drain)
+		return oracle.Reference(dsn, drain)
 	case "sql":
 		return oracle.SQL(s.Effects.DSN, s.Effects.Query)
 	case "http":
@@ -431,4 +436,20 @@ func nothingSucceeded(h *history.History) string {
 		parts[i] = fmt.Sprintf("%d× %s", statuses[k], k)
 	}
 	return fmt.Sprintf("no request succeeded (%s), so nothing was judged: check the endpoint's path, body and tokens", strings.Join(parts, ", "))
+}
+
+// LookupMutant returns the reference's mutant of that name; "" and
+// [CorrectService] are the correct service (a zero Mutant). An unknown name
+// is an error that suggests the closest one.
+func LookupMutant(name string) (reference.Mutant, error) {
+	if name == CorrectService {
+		name = ""
+	}
+	return reference.LookupMutant(name)
+}
+
+// CheckMutant refuses an unknown mutant name before anything starts.
+func CheckMutant(name string) error {
+	_, err := LookupMutant(name)
+	return err
 }

@@ -62,20 +62,24 @@ func startReference(ctx context.Context, local *env.Local, spec scenarios.Refere
 	for tenant, tok := range tokens {
 		byToken[tok] = tenant
 	}
+	mu, err := LookupMutant(mutant)
+	if err != nil {
+		return nil, fmt.Errorf("reference target: %w", err)
+	}
 	serve := childSpec{Role: "serve", DSN: proxied, Addr: addr, Mutant: mutant, Lease: spec.Lease,
 		Retention: spec.Retention, RetryWindow: spec.RetryWindow, Tokens: byToken}
-	// The correct service never reads the replica; only the replica-read
-	// mutant does, so it gets one whenever the environment has a standby.
+	// The correct service never reads the replica; a mutant that declares
+	// it does gets one whenever the environment has a standby.
 	if sb := local.Standby(); sb != nil {
 		serve.ReplicaDSN = sb.DSNFor(db)
-	} else if spec.Replica || mutant == "replica-read" {
+	} else if spec.Replica || mu.Standby {
 		return nil, errors.New("reference target: a replica is needed but the environment has no standby")
 	}
 	if t.service, err = startChild(ctx, local, serve, proc.HTTPReady(t.serviceURL+"/healthz")); err != nil {
 		return nil, fmt.Errorf("reference target: start service: %w", err)
 	}
 	t.debugURL["service"] = t.serviceURL
-	if spec.Consumer {
+	if spec.Consumer || mu.Consumer {
 		cport, err := freePort()
 		if err != nil {
 			return nil, err

@@ -3,18 +3,28 @@ package reference
 import (
 	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/idemchaos/idemchaos/internal/suggest"
 )
 
 // Mutant describes one deliberately broken variant of the reference
-// service. Each embodies one pitfall named in the seed articles; the
-// invariant is the DESIGN §4 checker that should catch it.
+// service: one known idempotency pitfall, the invariant that should catch
+// it, and what it needs from the environment to run at all.
 type Mutant struct {
 	// Name is the value of --mutant.
 	Name string
-	// Pitfall is the mistake in plain words, with its seed reference.
+	// Pitfall is the mistake in plain words.
 	Pitfall string
-	// Invariant is the DESIGN §4 invariant whose checker catches it.
+	// Invariant is the invariant whose checker catches it (DESIGN §4); a
+	// catch matrix counts a mutant caught only when this one is violated.
 	Invariant string
+	// Standby says the mutant reads a streaming standby: the environment
+	// must start one, or the mutant cannot run.
+	Standby bool
+	// Consumer says the mutant lives in the queue consumer: its service is
+	// started with one.
+	Consumer bool
 }
 
 // Mutant names. Each switches exactly one small, commented deviation in the
@@ -39,21 +49,36 @@ const (
 )
 
 var mutants = []Mutant{
-	{mutantNoKey, "the key is ignored: every request executes, so a retry after a lost response creates a second order (seed 000 §一, §三)", "exactly-once"},
-	{mutantCheckThenInsert, "SELECT the key, then INSERT it: two racing duplicates both see 'absent' and both execute (seed 002 §五)", "exactly-once"},
-	{mutantExecuteThenRecord, "the business write runs first and the key record is written afterwards: concurrent duplicates both pass the check (seed 000 §三 执行顺序)", "exactly-once"},
-	{mutantBodyHashKey, "the request-body hash is used as the key: a second legitimate intent with an identical body is swallowed and gets the first intent's response (seed 000 §三 键的内容, §六)", "exactly-once"},
-	{mutantNoFingerprint, "the request fingerprint is not checked: the same key with a different payload replays the first response instead of 422 (seed 000 §三 保留窗口与参数校验)", "reuse-rejected"},
-	{mutantEmptyReplay, "a duplicate gets 200 with an empty body instead of the stored response (seed 000 §三, §六 命中重复时返回空响应)", "replay-identical"},
-	{mutantRegenerateOnReplay, "the replay regenerates the order id and timestamp instead of returning the stored bytes (seed 002 §六 不重新计算易变字段)", "replay-identical"},
-	{mutantGlobalNamespace, "the key scope ignores the tenant: tenant B reusing tenant A's key gets A's response (seed 000 §三 键的作用域)", "tenant-isolation"},
-	{mutantProcessingReexecutes, "a duplicate that finds the record 'processing' executes again instead of answering 409 (seed 002 §四 状态机)", "in-flight-conflict"},
-	{mutantNoLease, "'processing' has no lease: when its holder dies the key is stuck and every retry gets 409 forever (seed 002 §四 细节二)", "eventually-decided"},
-	{mutantReplicaRead, "the idempotency lookup reads a lagging replica; a retry after success finds nothing and executes again (seed 000 §四, §三 幂等查询走强一致读)", "exactly-once"},
-	{mutantShortRetention, "retention is a hand-typed value never checked against the retry window (a tenth of the configured one): a late but legitimate retry finds its record purged and executes again (seed 000 §六)", "exactly-once"},
-	{mutantConsumerNoDedupe, "the outbox consumer does not record consumed event ids: a redelivery after a crash between effect and ack sends the notification twice (seed 002 §九)", "exactly-once"},
-	{mutantCallbackAccumulates, "each payment callback delivery adds its amount, instead of crediting once per order by state transition (seed 002 §八 严禁用回调金额直接累加余额)", "exactly-once"},
-	{mutantCommitAfterResponse, "the response is written before the transaction commits; a crash in between loses an acknowledged order (seed 002 §四 细节一)", "durable-ack"},
+	{Name: mutantNoKey, Invariant: "exactly-once",
+		Pitfall: "the key is ignored: every request executes, so a retry after a lost response (the client timed out, but the server had executed) creates a second order"},
+	{Name: mutantCheckThenInsert, Invariant: "exactly-once",
+		Pitfall: "SELECT the key, then INSERT it: two racing duplicates (a double click, a redelivered request) both see 'absent' and both execute"},
+	{Name: mutantExecuteThenRecord, Invariant: "exactly-once",
+		Pitfall: "the business write runs first and the key record is written afterwards: concurrent duplicates both pass the check before either is recorded"},
+	{Name: mutantBodyHashKey, Invariant: "exactly-once",
+		Pitfall: "the request-body hash is used as the key: a second, legitimate order with an identical body is swallowed and gets the first order's response"},
+	{Name: mutantNoFingerprint, Invariant: "reuse-rejected",
+		Pitfall: "the request fingerprint is not checked: the same key sent with a different payload replays the first response instead of being refused with 422"},
+	{Name: mutantEmptyReplay, Invariant: "replay-identical",
+		Pitfall: "a duplicate gets 200 with an empty body instead of the stored response, so the client never learns the order's id"},
+	{Name: mutantRegenerateOnReplay, Invariant: "replay-identical",
+		Pitfall: "the replay regenerates the order id and timestamp instead of returning the stored bytes, so a retry sees a different order than the first answer"},
+	{Name: mutantGlobalNamespace, Invariant: "tenant-isolation",
+		Pitfall: "the key scope ignores the tenant: tenant B sending a key tenant A already used gets A's response (and A's data)"},
+	{Name: mutantProcessingReexecutes, Invariant: "in-flight-conflict",
+		Pitfall: "a duplicate that finds the record still 'processing' executes again instead of answering 409 (in flight, retry later)"},
+	{Name: mutantNoLease, Invariant: "eventually-decided",
+		Pitfall: "'processing' has no lease: when the request holding it dies, the key is stuck and every retry gets 409 forever"},
+	{Name: mutantReplicaRead, Invariant: "exactly-once", Standby: true,
+		Pitfall: "the idempotency lookup reads a lagging read replica: a retry after a success finds no record yet and executes again"},
+	{Name: mutantShortRetention, Invariant: "exactly-once",
+		Pitfall: "retention is a hand-typed value never checked against the clients' retry window (here a tenth of it): a late but legitimate retry finds its record purged and executes again"},
+	{Name: mutantConsumerNoDedupe, Invariant: "exactly-once", Consumer: true,
+		Pitfall: "the outbox consumer does not record the event ids it consumed: a redelivery after a crash between the effect and the ack sends the notification twice"},
+	{Name: mutantCallbackAccumulates, Invariant: "exactly-once",
+		Pitfall: "each delivery of a payment callback adds its amount, instead of crediting once per order on the state transition: a provider's redelivery pays twice"},
+	{Name: mutantCommitAfterResponse, Invariant: "durable-ack",
+		Pitfall: "the response is written before the transaction commits: a crash in between loses an order the client was told exists"},
 }
 
 // Mutants lists every mutant the reference service knows, in a stable order.
@@ -63,16 +88,26 @@ func Mutants() []Mutant { return slices.Clone(mutants) }
 // mutant is the running service's (at most one) active deviation.
 type mutant string
 
-func parseMutant(name string) (mutant, error) {
+// LookupMutant returns the mutant of that name ("" is the correct service:
+// a zero Mutant). An unknown name is an error wrapping [ErrUnknownMutant]
+// that suggests the closest known name and lists them all.
+func LookupMutant(name string) (Mutant, error) {
 	if name == mutantNone {
-		return mutantNone, nil
+		return Mutant{}, nil
 	}
-	for _, m := range mutants {
+	names := make([]string, len(mutants))
+	for i, m := range mutants {
 		if m.Name == name {
-			return mutant(name), nil
+			return m, nil
 		}
+		names[i] = m.Name
 	}
-	return mutantNone, fmt.Errorf("mutant %q: %w", name, ErrUnknownMutant)
+	return Mutant{}, fmt.Errorf("%w %q%s (known: %s)", ErrUnknownMutant, name, suggest.DidYouMean(name, names), strings.Join(names, ", "))
+}
+
+func parseMutant(name string) (mutant, error) {
+	m, err := LookupMutant(name)
+	return mutant(m.Name), err
 }
 
 func (m mutant) is(name string) bool { return string(m) == name }

@@ -18,7 +18,7 @@ import (
 )
 
 // examplePath is the violating example history shipped in testdata.
-var examplePath = filepath.Join("..", "..", "testdata", "examples", "response-drop-duplicate.jsonl")
+var examplePath = filepath.Join("..", "testdata", "examples", "response-drop-duplicate.jsonl")
 
 // checkedReport checks the history at path with the default checkers and
 // returns its report and timelines, the way `idemchaos check --report` does.
@@ -29,7 +29,7 @@ func checkedReport(tb testing.TB, path string) (report.Report, []report.Timeline
 		tb.Fatal(err)
 	}
 	h := loadHistory(tb, string(b))
-	name := strings.TrimPrefix(filepath.ToSlash(path), "../../") // as the CLI, run from the repository root, names it
+	name := strings.TrimPrefix(filepath.ToSlash(path), "../") // as the CLI, run from the repository root, names it
 	rep := report.New([]report.Run{report.FromCheck(name, h, checkers.Default().Check(h, h.Effects))})
 	return rep, report.Timelines(rep, map[string]*history.History{name: h})
 }

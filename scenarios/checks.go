@@ -81,7 +81,15 @@ func (s *Scenario) InvariantNames() []string {
 // filled), so a caller needs nothing else from the Scenario to run one.
 func (s *Scenario) EffectiveSteps() []Step {
 	if len(s.Steps) > 0 {
-		return append([]Step(nil), s.Steps...)
+		steps := append([]Step(nil), s.Steps...)
+		for i := range steps {
+			// A step without faults inherits the scenario's (the loader
+			// did this already; a scenario built in Go may not have).
+			if steps[i].Faults == nil {
+				steps[i].Faults = s.Faults
+			}
+		}
+		return steps
 	}
 	tr := s.Traffic
 	return []Step{{Name: s.Name, Traffic: &tr, Faults: s.Faults, Expect: "clean"}}

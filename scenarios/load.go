@@ -202,6 +202,7 @@ func (t *tree) decode() (*Scenario, error) {
 	}
 	for i := range s.Faults {
 		s.Faults[i].Node = t.node[ptr("/faults", fmt.Sprint(i), "params")]
+		s.Faults[i].proto = t.built[ptr("/faults", fmt.Sprint(i))]
 	}
 	for i := range s.Steps {
 		own := ptr("/steps", fmt.Sprint(i), "faults")
@@ -210,6 +211,7 @@ func (t *tree) decode() (*Scenario, error) {
 		}
 		for j := range s.Steps[i].Faults {
 			s.Steps[i].Faults[j].Node = t.node[ptr(own, fmt.Sprint(j), "params")]
+			s.Steps[i].Faults[j].proto = t.built[ptr(own, fmt.Sprint(j))]
 		}
 	}
 	return &s, nil

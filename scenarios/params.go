@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/faults"
+	"github.com/idemchaos/idemchaos/internal/suggest"
 )
 
 // Build returns the fault the spec describes: a fresh value of its kind
@@ -22,6 +23,9 @@ import (
 // parameter or a value of the wrong type is an error. Durations are
 // strings ("500ms").
 func (f FaultSpec) Build() (faults.Fault, error) {
+	if f.proto != nil && f.proto.Kind() == f.Kind {
+		return faults.Clone(f.proto), nil
+	}
 	fault, err := faults.New(f.Kind)
 	if err != nil {
 		return nil, fmt.Errorf("build fault: %w", err)
@@ -110,7 +114,7 @@ func (p paramProblem) text(kind, where string) string {
 	if len(p.allowed) == 0 {
 		return fmt.Sprintf("unknown key %q in %s (%s takes no parameters)", p.key, where, kind)
 	}
-	return fmt.Sprintf("unknown key %q in %s (%s takes: %s)%s", p.key, where, kind, strings.Join(p.allowed, ", "), didYouMean(p.key, p.allowed))
+	return fmt.Sprintf("unknown key %q in %s (%s takes: %s)%s", p.key, where, kind, strings.Join(p.allowed, ", "), suggest.DidYouMean(p.key, p.allowed))
 }
 
 // decodeParams sets f's parameter fields from params and returns every

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/idemchaos/idemchaos/faults"
 )
 
 // Scenario is one YAML scenario file, decoded and validated, defaults filled
@@ -129,13 +131,16 @@ type Retry struct {
 type FaultSpec struct {
 	Kind string `yaml:"kind" json:"kind"`
 	// Params is the kind's parameters as written; the loader decodes and
-	// validates them into a value of the kind (see faults.New), and
-	// [FaultSpec.Build] does so again for each use.
+	// validates them once into a value of the kind (see faults.New), of
+	// which [FaultSpec.Build] returns a fresh copy for each use.
 	Params map[string]any `yaml:"params" json:"params,omitempty"`
 	When   When           `yaml:"when" json:"when"`
 	// Node keeps the params' YAML node for positioned errors.
 	Node ast.Node `yaml:"-" json:"-"`
-	_    struct{}
+	// proto is the loader's decoded, validated fault (nil for a spec built
+	// in Go, which Build decodes on each call).
+	proto faults.Fault
+	_     struct{}
 }
 
 // When says when a fault acts: timed faults at At for For; aimed faults on
@@ -192,6 +197,26 @@ type Hooks struct {
 	Purge           string `yaml:"purge" json:"purge,omitempty"`
 	ReplicaDelay    string `yaml:"replica_delay" json:"replica_delay,omitempty"` // $DELAY_MS is set
 	_               struct{}
+}
+
+// Named returns the hook of that scenario key (kill, restart, …; see
+// faults.HookUser), or "" when it is not set or not a hook.
+func (h Hooks) Named(key string) string {
+	switch key {
+	case "kill":
+		return h.Kill
+	case "restart":
+		return h.Restart
+	case "kill_consumer":
+		return h.KillConsumer
+	case "restart_consumer":
+		return h.RestartConsumer
+	case "purge":
+		return h.Purge
+	case "replica_delay":
+		return h.ReplicaDelay
+	}
+	return ""
 }
 
 // Step is one phase of a scenario. A loaded step is complete: its Traffic

@@ -16,6 +16,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/idemchaos/idemchaos/internal/suggest"
 )
 
 //go:embed schema.json
@@ -103,7 +105,7 @@ func (t *tree) schemaError(e *jsonschema.ValidationError) {
 			in = "at the top level"
 		}
 		for _, name := range k.Properties {
-			if s := didYouMean(name, allowed); s != "" {
+			if s := suggest.DidYouMean(name, allowed); s != "" {
 				t.errorf(t.keyPos(ptr(p, name)), "unknown key %q %s%s", name, in, s)
 			} else {
 				t.errorf(t.keyPos(ptr(p, name)), "unknown key %q %s (expected one of: %s)", name, in, strings.Join(allowed, ", "))
@@ -143,7 +145,7 @@ func (t *tree) schemaError(e *jsonschema.ValidationError) {
 		if isString {
 			val = strconv.Quote(s)
 		}
-		t.errorf(t.posOf(p), "%sunknown %s %s%s (known: %s)", prefix, enumNoun(loc), val, didYouMean(s, want), strings.Join(want, ", "))
+		t.errorf(t.posOf(p), "%sunknown %s %s%s (known: %s)", prefix, enumNoun(loc), val, suggest.DidYouMean(s, want), strings.Join(want, ", "))
 	case *kind.Minimum, *kind.Maximum:
 		var want *big.Rat
 		word := "at least"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/faults"
+	"github.com/idemchaos/idemchaos/internal/suggest"
 )
 
 // checkSemantics runs the rules a JSON Schema cannot say. Each rule reads
@@ -123,27 +124,6 @@ func loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// hookNeeds lists, per fault kind, the hooks it needs on a url target.
-func hookNeeds(kind string, params map[string]any) []string {
-	switch kind {
-	case "crash":
-		if params["no_restart"] == true {
-			return []string{"kill"}
-		}
-		return []string{"kill", "restart"}
-	case "consumer-restart":
-		return []string{"kill_consumer", "restart_consumer"}
-	case "replica-lag":
-		return []string{"replica_delay"}
-	case "retention-expiry":
-		if params["no_purge"] == true {
-			return nil
-		}
-		return []string{"purge"}
-	}
-	return nil
-}
-
 // checkFaults checks the fault list at p: parameters, when, hooks.
 func (t *tree) checkFaults(p string) {
 	list, _ := t.get(p)
@@ -180,6 +160,11 @@ func (t *tree) checkFaults(p string) {
 					at = t.posOf(fp)
 				}
 				t.wrapf(at, err, "%s: %v", t.where(pp), err)
+			} else {
+				if t.built == nil {
+					t.built = map[string]faults.Fault{}
+				}
+				t.built[fp] = fault
 			}
 		}
 		if t.has(fp+"/when/fraction") && t.has(fp+"/when/nth") {
@@ -187,7 +172,7 @@ func (t *tree) checkFaults(p string) {
 		}
 		if t.isURLTarget() {
 			var missing []string
-			for _, h := range hookNeeds(kind, params) {
+			for _, h := range faults.HooksOf(fault) {
 				if s, _ := t.str("/hooks/" + h); strings.TrimSpace(s) == "" {
 					missing = append(missing, "hooks."+h)
 				}
@@ -276,7 +261,7 @@ func (t *tree) checkEndpoint() {
 		for _, m := range placeholderRE.FindAllStringSubmatch(body, -1) {
 			if !slices.Contains(placeholders, m[1]) || m[0] != "{{"+m[1]+"}}" {
 				hint := ""
-				if s := suggest(m[1], placeholders); s != "" {
+				if s := suggest.Closest(m[1], placeholders); s != "" {
 					hint = "; did you mean {{" + s + "}}?"
 				}
 				t.errorf(t.posOf("/endpoint/body"), "endpoint.body: unknown placeholder %s%s (known: {{%s}})", m[0], hint, strings.Join(placeholders, "}}, {{"))
@@ -395,7 +380,7 @@ func (t *tree) checkSteps() {
 			if !slices.Contains(checkers.Names(), exp) {
 				what = "is not an invariant"
 			}
-			t.errorf(t.posOf(sp+"/expect"), "%s.expect: %q %s (expected clean or one of: %s)%s", t.where(sp), exp, what, strings.Join(names, ", "), didYouMean(exp, names))
+			t.errorf(t.posOf(sp+"/expect"), "%s.expect: %q %s (expected clean or one of: %s)%s", t.where(sp), exp, what, strings.Join(names, ", "), suggest.DidYouMean(exp, names))
 		}
 		if resend, _ := t.get(sp + "/resend"); resend == true && i == 0 {
 			t.errorf(t.keyPos(sp+"/resend"), "%s.resend: the first step has no earlier step to resend", t.where(sp))

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/idemchaos/idemchaos/faults"
 )
 
 // pos is a 1-based line:column in the file.
@@ -19,9 +21,10 @@ type pos struct{ line, col int }
 type tree struct {
 	file  string
 	val   any
-	at    map[string]pos      // pointer → position of the value
-	keyAt map[string]pos      // pointer → position of the key naming it
-	node  map[string]ast.Node // pointer → node (for FaultSpec.Node)
+	at    map[string]pos          // pointer → position of the value
+	keyAt map[string]pos          // pointer → position of the key naming it
+	node  map[string]ast.Node     // pointer → node (for FaultSpec.Node)
+	built map[string]faults.Fault // pointer → a fault decoded and validated without a problem
 	errs  Errors
 
 	anchors   map[string]ast.Node

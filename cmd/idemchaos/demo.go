@@ -36,7 +36,7 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, n := range mutants {
-				if err := knownMutant(n); err != nil {
+				if err := harness.CheckMutant(n); err != nil {
 					return usageError(err)
 				}
 			}
@@ -45,7 +45,7 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 				return usageError(err)
 			}
 			ctx := cmd.Context()
-			r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindLocal, Standby: true, Scenarios: suite})
+			r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindLocal, Mutants: harness.MatrixMutants(mutants), Scenarios: suite})
 			if err != nil {
 				return usageError(err)
 			}

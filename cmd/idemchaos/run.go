@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/harness/oracle"
 	"github.com/idemchaos/idemchaos/internal/env"
-	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/report"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -93,7 +87,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if err := knownMutant(f.mutant); err != nil {
+	if err := harness.CheckMutant(f.mutant); err != nil {
 		return usageError(err)
 	}
 	ss, err := loadScenarios(f.files)
@@ -103,16 +97,16 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	targetURL := f.target
 	if targetURL != "" {
 		for _, s := range ss {
-			if err := retarget(s, f.target, f.allowRemote); err != nil {
+			if err := harness.PrepareExternal(s, f.target, f.allowRemote); err != nil {
 				return usageError(err)
 			}
 		}
-	} else if targetURL, err = sharedTargetURL(ss); err != nil {
+	} else if targetURL, err = harness.TargetURL(ss); err != nil {
 		return usageError(err)
 	}
 	var plans map[int]harness.Plan
 	if f.plan != "" {
-		p, err := readPlan(f.plan)
+		p, err := harness.ReadPlan(f.plan)
 		if err != nil {
 			return usageError(err)
 		}
@@ -120,7 +114,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	ctx := cmd.Context()
 	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: kind, TargetURL: targetURL, AllowRemote: f.allowRemote,
-		DatabaseAddr: f.dbAddr, DatabaseListen: f.dbListen, ToxiproxyURL: f.toxiproxy, Scenarios: ss, Standby: f.mutant == "replica-read"})
+		DatabaseAddr: f.dbAddr, DatabaseListen: f.dbListen, ToxiproxyURL: f.toxiproxy, Scenarios: ss, Mutants: []string{f.mutant}})
 	if err != nil {
 		return usageError(err)
 	}
@@ -129,18 +123,23 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "database proxy %s → %s (point your service's DSN at it for database faults)\n", r.External.DatabaseProxyAddr(), f.dbAddr)
 	}
 	for _, s := range ss {
-		if err := checkOracle(ctx, s); err != nil {
-			return usageError(err)
+		if err := harness.CheckOracle(ctx, s); err != nil {
+			return usageError(oneLineError{err})
 		}
 	}
 	prog := m.newProgress(cmd.ErrOrStderr())
 	r.OnEvent = prog.event
 	r.HistoryDir = historyDirFor(f.out.history)
+	inv := harness.InvestigateOptions{Reruns: f.reruns, NoShrink: !f.shrink, SavePlan: true}
+	if f.reruns == 0 {
+		inv.Reruns = -1
+	}
 	var runs []report.Run
 	var outcomes []*harness.Outcome
 	for _, s := range ss {
 		prog.start(s.Name, f.mutant)
-		o, err := r.Run(ctx, s, harness.RunOptions{Seed: f.seed, Mutant: f.mutant, Plans: plans})
+		opts := harness.RunOptions{Seed: f.seed, Mutant: f.mutant, Plans: plans}
+		o, err := r.Run(ctx, s, opts)
 		prog.done()
 		if err != nil {
 			if o != nil && o.HistoryPath != "" {
@@ -153,18 +152,20 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		}
 		run := report.FromOutcome(o)
 		run.Replay += f.replayFlags()
-		switch {
-		case o.Met() || (f.reruns == 0 && !f.shrink) || len(o.Caught()) == 0:
-			// Nothing to classify or shrink without a violation.
-		case s.Target.URL != "":
-			// The plan's keys depend on the seed only, and the user's
-			// service keeps its records and effects between runs: a re-run
-			// would get replays and re-read this run's effects, so it would
-			// "fail" whatever the service does, and shrinking would shrink
-			// to nothing real.
-			run.Repro = "not re-run or shrunk: your service remembers this run's keys and effects; replay against a fresh database"
-		default:
-			m.investigate(ctx, cmd, r, s, o, f, &run)
+		if f.reruns > 0 || f.shrink {
+			if !o.Met() && len(o.Caught()) > 0 && f.shrink {
+				fmt.Fprintf(cmd.ErrOrStderr(), "investigating the failing plan of %s (re-runs, then shrinking)…\n", s.Name)
+			}
+			found := r.Investigate(ctx, o, opts, inv)
+			run.Repro = found.Repro
+			if sr := found.Shrunk; sr != nil {
+				run.Shrunk = &report.Shrunk{From: sr.From, To: len(sr.Plan.Intents), Runs: sr.Runs, Plan: sr.Plan.Describe()}
+				if found.PlanPath != "" {
+					f := f
+					f.plan = found.PlanPath
+					run.Shrunk.Plan += fmt.Sprintf("saved: %s\nreplay it: %s%s\n", found.PlanPath, o.ReplayCommand(), f.replayFlags())
+				}
+			}
 		}
 		runs = append(runs, run)
 		outcomes = append(outcomes, o)
@@ -174,58 +175,6 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		return err
 	}
 	return exitFor(rep)
-}
-
-// investigate re-runs a failing plan to classify it, then shrinks it.
-func (m *Main) investigate(ctx context.Context, cmd *cobra.Command, r *harness.Runner, s *scenarios.Scenario, o *harness.Outcome, f runFlags, run *report.Run) {
-	plans := map[int]harness.Plan{}
-	failStep, invariant := -1, ""
-	for i, st := range o.Steps {
-		plans[i] = st.Plan
-		if failStep < 0 && !st.Met {
-			failStep = i
-			for _, p := range st.Result.Results {
-				if p.Verdict == checkers.Violated {
-					invariant = p.Name
-					break
-				}
-			}
-		}
-	}
-	opts := harness.RunOptions{Seed: o.Seed, Mutant: f.mutant, Plans: plans}
-	if f.reruns > 0 {
-		fails := 1
-		for i := 0; i < f.reruns; i++ {
-			again, err := r.Run(ctx, s, opts)
-			if err != nil {
-				break
-			}
-			if !again.Met() {
-				fails++
-			}
-		}
-		kind := "reproducible"
-		if fails <= f.reruns {
-			kind = "intermittent"
-		}
-		run.Repro = fmt.Sprintf("%s (%d/%d runs of the same plan failed)", kind, fails, f.reruns+1)
-	}
-	if f.shrink && failStep >= 0 && invariant != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "shrinking the failing plan of %s (%s)…\n", s.Name, invariant)
-		res, err := r.Shrink(ctx, s, opts, failStep, o.Steps[failStep].Plan, invariant, harness.ShrinkBudget{Runs: 24, Time: 90 * time.Second})
-		if err == nil && res.Outcome != nil {
-			run.Shrunk = &report.Shrunk{From: res.From, To: len(res.Plan.Intents), Runs: res.Runs, Plan: res.Plan.Describe()}
-			if path, err := savePlan(o.HistoryPath, res.Plan); err == nil {
-				run.Shrunk.Plan += fmt.Sprintf("saved: %s\nreplay it: idemchaos run -s %s --plan %s", path, s.File, path)
-				if f.mutant != "" {
-					run.Shrunk.Plan += " --mutant " + f.mutant
-				}
-				f.plan = ""
-				run.Shrunk.Plan += f.replayFlags()
-				run.Shrunk.Plan += "\n"
-			}
-		}
-	}
 }
 
 // replayFlags are the flags besides the scenario, seed and mutant that a
@@ -246,27 +195,6 @@ func (f runFlags) replayFlags() string {
 		b.WriteString(" --plan " + f.plan)
 	}
 	return b.String()
-}
-
-// checkOracle reads the effects once before any traffic is sent, so that a
-// wrong DSN, URL or query is reported up front, and not after the run has
-// already written to the user's service.
-func checkOracle(ctx context.Context, s *scenarios.Scenario) error {
-	var o oracle.Oracle
-	switch s.Effects.Oracle {
-	case "sql":
-		o = oracle.SQL(s.Effects.DSN, s.Effects.Query)
-	case "http":
-		o = oracle.HTTP(s.Effects.URL, s.Effects.Items, s.Effects.Tenant, s.Effects.Key, s.Effects.ID)
-	default:
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := o.Effects(ctx); err != nil {
-		return oneLineError{fmt.Errorf("%s: %w", s.Name, err)}
-	}
-	return nil
 }
 
 // oneLineError prints a multi-line error (pgconn lists every address it
@@ -300,125 +228,9 @@ func loadScenarios(files []string) ([]*scenarios.Scenario, error) {
 	return out, errors.Join(errs...)
 }
 
-// sharedTargetURL is the url the scenarios' targets name, for a run without
-// --target: one run talks to one external service (behind one proxy), or
-// to the local reference.
-func sharedTargetURL(ss []*scenarios.Scenario) (string, error) {
-	var want, first string
-	reference := ""
-	for _, s := range ss {
-		switch {
-		case s.Target.URL == "":
-			reference = s.Name
-		case want == "":
-			want, first = s.Target.URL, s.Name
-		case s.Target.URL != want:
-			return "", fmt.Errorf("%s targets %s but %s targets %s: run them separately, or pass --target", first, want, s.Name, s.Target.URL)
-		}
-	}
-	if want != "" && reference != "" {
-		return "", fmt.Errorf("%s targets %s but %s targets the reference: run them separately", first, want, reference)
-	}
-	return want, nil
-}
-
-// retarget points a scenario at the user's service and checks that what it
-// asks for can be done there.
-func retarget(s *scenarios.Scenario, target string, allowRemote bool) error {
-	s.Target = scenarios.Target{URL: target, AllowRemote: allowRemote || s.Target.AllowRemote}
-	if s.Effects.Oracle == "reference" {
-		s.Effects.Oracle = "none"
-	}
-	need := map[string][2]string{
-		"crash":            {s.Hooks.Kill, s.Hooks.Restart},
-		"consumer-restart": {s.Hooks.KillConsumer, s.Hooks.RestartConsumer},
-	}
-	for _, st := range s.EffectiveSteps() {
-		specs := st.Faults
-		if specs == nil && len(s.Steps) == 0 {
-			specs = s.Faults
-		}
-		for _, fs := range specs {
-			if h, ok := need[fs.Kind]; ok && (h[0] == "" || h[1] == "") {
-				return fmt.Errorf("%s: %s on an external target needs hooks (kill and restart commands) in the scenario", s.Name, fs.Kind)
-			}
-			if fs.Kind == "replica-lag" && s.Hooks.ReplicaDelay == "" {
-				return fmt.Errorf("%s: replica-lag on an external target needs hooks.replica_delay", s.Name)
-			}
-		}
-	}
-	return nil
-}
-
-func readPlan(path string) (harness.Plan, error) {
-	var p harness.Plan
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return p, fmt.Errorf("read plan: %w", err)
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		return p, fmt.Errorf("read plan %s: %w", path, err)
-	}
-	return p, nil
-}
-
-func savePlan(historyPath string, p harness.Plan) (string, error) {
-	path := historyPath + ".min-plan.json"
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	return path, os.WriteFile(path, b, 0o644)
-}
-
 func exitFor(rep report.Report) error {
 	if rep.ExitCode == 0 {
 		return nil
 	}
 	return &ExitError{Code: rep.ExitCode}
-}
-
-// knownMutant refuses a mutant name before anything starts, suggesting the
-// closest one.
-func knownMutant(name string) error {
-	if name == "" || name == harness.CorrectService {
-		return nil
-	}
-	var names []string
-	best, bestDist := "", 1<<30
-	for _, m := range reference.Mutants() {
-		if m.Name == name {
-			return nil
-		}
-		names = append(names, m.Name)
-		if d := editDistance(name, m.Name); d < bestDist {
-			best, bestDist = m.Name, d
-		}
-	}
-	hint := ""
-	if bestDist <= 3 {
-		hint = fmt.Sprintf("; did you mean %q?", best)
-	}
-	return fmt.Errorf("unknown mutant %q%s (known: %s)", name, hint, strings.Join(names, ", "))
-}
-
-// editDistance is the Levenshtein distance, for suggestions.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

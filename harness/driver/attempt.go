@@ -76,8 +76,8 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	// replayable and silently re-sends it on a broken reused connection. A
 	// re-send the history does not show would make it a lie.
 	req.GetBody = nil
-	for _, h := range d.cfg.Headers {
-		req.Header.Set(h.Name, h.Value)
+	for name, v := range d.cfg.Headers {
+		req.Header.Set(name, v)
 	}
 	if info.Key != "" {
 		req.Header.Set(d.cfg.KeyHeader, info.Key)

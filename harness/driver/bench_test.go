@@ -40,7 +40,7 @@ func BenchmarkRun(b *testing.B) {
 	for b.Loop() {
 		rec, _ := driver.NewRecorder(history.NewWriter(f), "bench", 1)
 		if _, err := driver.Run(context.Background(), driver.Config{BaseURL: srv.URL, Tokens: map[string]string{"t1": "tok-t1"},
-			Headers: history.Headers{{Name: "Content-Type", Value: "application/json"}}, Concurrency: 16, MaxRequests: n, Recorder: rec}, in); err != nil {
+			Headers: map[string]string{"Content-Type": "application/json"}, Concurrency: 16, MaxRequests: n, Recorder: rec}, in); err != nil {
 			b.Fatal(err)
 		}
 	}

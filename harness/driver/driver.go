@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/ctxwait"
 )
 
@@ -75,7 +74,7 @@ type Config struct {
 	// KeyHeader is the idempotency key header (default "Idempotency-Key").
 	KeyHeader string
 	// Headers are sent on every request (e.g. Content-Type).
-	Headers history.Headers
+	Headers map[string]string
 	// IntentHeader, if set, carries the intent id on every request, for
 	// services that can record it (the reference does).
 	IntentHeader string

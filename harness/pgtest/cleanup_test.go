@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness/pgtest"
+	"github.com/idemchaos/idemchaos/internal/proctest"
 )
 
 // envFailing makes TestHelper_FailsAfterStartingPostgres run (in a child
@@ -63,22 +64,5 @@ func TestMain_FailedTestStillCleansUp(t *testing.T) {
 		t.Fatalf("run directory of the failed test binary survived: %v", err)
 	}
 	// Main waited for the postmaster; allow the kernel a moment to reap.
-	deadline := time.Now().Add(5 * time.Second)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("postmaster %d survived the failed test binary", pid)
-		}
-		<-time.After(5 * time.Millisecond)
-	}
-}
-
-// processAlive reports whether pid runs and is not a zombie.
-func processAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z'
+	proctest.WaitGone(t, pid, 5*time.Second, fmt.Sprintf("postmaster %d survived the failed test binary", pid))
 }

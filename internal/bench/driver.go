@@ -100,7 +100,7 @@ func (b *bench) driver(ctx context.Context) error {
 			return 0, err
 		}
 		st, err := driver.Run(ctx, driver.Config{BaseURL: "http://" + target, Tokens: map[string]string{"t1": "tok-t1"},
-			Headers: history.Headers{{Name: "Content-Type", Value: "application/json"}}, Concurrency: b.opts.Concurrency,
+			Headers: map[string]string{"Content-Type": "application/json"}, Concurrency: b.opts.Concurrency,
 			MaxRequests: len(intents), Deadline: b.opts.Slice, Timeout: 5 * time.Second, Recorder: rec, Seed: 1}, intents)
 		if err != nil {
 			return 0, err

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/internal/proc"
+	"github.com/idemchaos/idemchaos/internal/proctest"
 )
 
 // envMode turns the test binary into a helper process.
@@ -237,24 +238,5 @@ func TestProcess_DiesWithSIGKILLedHarness(t *testing.T) {
 	_ = sup.Wait()
 	// The child is not ours to wait for; poll (bounded) for the kernel's
 	// parent-death SIGKILL to take effect.
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for running(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d survived its SIGKILLed harness", pid)
-		}
-		<-tick.C
-	}
-}
-
-// running reports whether pid exists and is not a zombie.
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z'
+	proctest.WaitGone(t, pid, 10*time.Second, fmt.Sprintf("child %d survived its SIGKILLed harness", pid))
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/idemchaos/idemchaos/internal/proxy"
 )
 
@@ -48,9 +50,7 @@ func toxiproxyServerBin(tb testing.TB) string {
 			external.err = fmt.Errorf("go build toxiproxy-server: %w: %s", err, out)
 		}
 	})
-	if external.err != nil {
-		tb.Fatal(external.err)
-	}
+	require.NoError(tb, external.err)
 	return external.bin
 }
 
@@ -60,15 +60,11 @@ func startExternal(tb testing.TB) proxy.Server {
 	tb.Helper()
 	bin := toxiproxyServerBin(tb)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
+	require.NoError(tb, err)
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
 	cmd := exec.Command(bin, "-host", "127.0.0.1", "-port", strconv.Itoa(port))
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start toxiproxy-server: %v", err)
-	}
+	require.NoError(tb, cmd.Start(), "start toxiproxy-server")
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	tb.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
@@ -114,9 +110,7 @@ type echoServer struct {
 func startEcho(tb testing.TB) *echoServer {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
+	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = l.Close() })
 	e := &echoServer{addr: l.Addr().String(), got: make(chan string, 16)}
 	go func() {
@@ -166,31 +160,21 @@ func TestServer_ForwardsAndDelays(t *testing.T) {
 			ctx := context.Background()
 			s, echo := newServer(t), startEcho(t)
 			addr, err := s.CreateProxy(ctx, "echo", "", echo.addr)
-			if err != nil {
-				t.Fatalf("CreateProxy: %v", err)
-			}
-			if got, err := roundTrip(addr, "hello\n"); err != nil || got != "hello\n" {
-				t.Fatalf("through proxy: %q, %v", got, err)
-			}
+			require.NoError(t, err, "CreateProxy")
+			got, err := roundTrip(addr, "hello\n")
+			require.NoError(t, err, "through proxy")
+			require.Equal(t, "hello\n", got, "through proxy")
 			const latency = 150 * time.Millisecond
 			err = s.AddToxic(ctx, "echo", proxy.Toxic{Name: "slow", Type: "latency",
 				Attributes: map[string]any{"latency": latency.Milliseconds()}})
-			if err != nil {
-				t.Fatalf("AddToxic: %v", err)
-			}
+			require.NoError(t, err, "AddToxic")
 			start := time.Now()
-			if got, err := roundTrip(addr, "slow\n"); err != nil || got != "slow\n" {
-				t.Fatalf("through latency: %q, %v", got, err)
-			}
-			if d := time.Since(start); d < latency {
-				t.Fatalf("round trip took %v, want at least %v", d, latency)
-			}
-			if err := s.RemoveToxic(ctx, "echo", "slow"); err != nil {
-				t.Fatalf("RemoveToxic: %v", err)
-			}
-			if err := s.RemoveToxic(ctx, "echo", "slow"); !errors.Is(err, proxy.ErrToxicNotFound) {
-				t.Fatalf("second RemoveToxic: %v, want ErrToxicNotFound", err)
-			}
+			got, err = roundTrip(addr, "slow\n")
+			require.NoError(t, err, "through latency")
+			require.Equal(t, "slow\n", got, "through latency")
+			require.GreaterOrEqual(t, time.Since(start), latency, "the latency toxic delays the round trip")
+			require.NoError(t, s.RemoveToxic(ctx, "echo", "slow"), "RemoveToxic")
+			require.ErrorIs(t, s.RemoveToxic(ctx, "echo", "slow"), proxy.ErrToxicNotFound, "second RemoveToxic")
 		})
 	}
 }
@@ -203,32 +187,22 @@ func TestServer_LimitDataDownstreamDropsResponseAfterDelivery(t *testing.T) {
 			ctx := context.Background()
 			s, echo := newServer(t), startEcho(t)
 			addr, err := s.CreateProxy(ctx, "drop", "", echo.addr)
-			if err != nil {
-				t.Fatalf("CreateProxy: %v", err)
-			}
+			require.NoError(t, err, "CreateProxy")
 			err = s.AddToxic(ctx, "drop", proxy.Toxic{Type: "limit_data", Stream: proxy.Downstream,
 				Attributes: map[string]any{"bytes": 0}})
-			if err != nil {
-				t.Fatalf("AddToxic: %v", err)
-			}
+			require.NoError(t, err, "AddToxic")
 			got, err := roundTrip(addr, "charge\n")
-			if err == nil {
-				t.Fatalf("client got %q, want no response", got)
-			}
+			require.Error(t, err, "client got %q, want no response", got)
 			select {
 			case line := <-echo.got:
-				if line != "charge\n" {
-					t.Fatalf("server got %q", line)
-				}
+				require.Equal(t, "charge\n", line, "what the server got")
 			case <-time.After(5 * time.Second):
-				t.Fatal("the request never reached the server")
+				require.FailNow(t, "the request never reached the server")
 			}
-			if err := s.ResetToxics(ctx, "drop"); err != nil {
-				t.Fatalf("ResetToxics: %v", err)
-			}
-			if got, err := roundTrip(addr, "again\n"); err != nil || got != "again\n" {
-				t.Fatalf("after reset: %q, %v", got, err)
-			}
+			require.NoError(t, s.ResetToxics(ctx, "drop"), "ResetToxics")
+			got, err = roundTrip(addr, "again\n")
+			require.NoError(t, err, "after reset")
+			require.Equal(t, "again\n", got, "after reset")
 		})
 	}
 }
@@ -241,45 +215,25 @@ func TestServer_DisableRemoveAndErrors(t *testing.T) {
 			ctx := context.Background()
 			s, echo := newServer(t), startEcho(t)
 			addr, err := s.CreateProxy(ctx, "p", "", echo.addr)
-			if err != nil {
-				t.Fatalf("CreateProxy: %v", err)
-			}
-			if _, err := s.CreateProxy(ctx, "p", "", echo.addr); !errors.Is(err, proxy.ErrProxyExists) {
-				t.Fatalf("duplicate CreateProxy: %v, want ErrProxyExists", err)
-			}
-			if err := s.AddToxic(ctx, "p", proxy.Toxic{Type: "no_such_toxic"}); !errors.Is(err, proxy.ErrBadToxic) {
-				t.Fatalf("bad toxic: %v, want ErrBadToxic", err)
-			}
-			if err := s.AddToxic(ctx, "missing", proxy.Toxic{Type: "latency"}); !errors.Is(err, proxy.ErrProxyNotFound) {
-				t.Fatalf("toxic on missing proxy: %v, want ErrProxyNotFound", err)
-			}
-			if err := s.SetEnabled(ctx, "p", false); err != nil {
-				t.Fatalf("disable: %v", err)
-			}
-			if _, err := roundTrip(addr, "x\n"); err == nil {
-				t.Fatal("disabled proxy still forwards")
-			}
-			if err := s.SetEnabled(ctx, "p", true); err != nil {
-				t.Fatalf("enable: %v", err)
-			}
-			if got, err := roundTrip(addr, "back\n"); err != nil || got != "back\n" {
-				t.Fatalf("re-enabled proxy: %q, %v", got, err)
-			}
-			if err := s.RemoveProxy(ctx, "p"); err != nil {
-				t.Fatalf("RemoveProxy: %v", err)
-			}
-			if _, err := roundTrip(addr, "x\n"); err == nil {
-				t.Fatal("removed proxy still forwards")
-			}
-			if err := s.RemoveProxy(ctx, "p"); !errors.Is(err, proxy.ErrProxyNotFound) {
-				t.Fatalf("second RemoveProxy: %v, want ErrProxyNotFound", err)
-			}
-			if err := s.Close(ctx); err != nil {
-				t.Fatalf("Close: %v", err)
-			}
-			if _, err := s.CreateProxy(ctx, "q", "", echo.addr); !errors.Is(err, proxy.ErrClosed) {
-				t.Fatalf("CreateProxy after Close: %v, want ErrClosed", err)
-			}
+			require.NoError(t, err, "CreateProxy")
+			_, err = s.CreateProxy(ctx, "p", "", echo.addr)
+			require.ErrorIs(t, err, proxy.ErrProxyExists, "duplicate CreateProxy")
+			require.ErrorIs(t, s.AddToxic(ctx, "p", proxy.Toxic{Type: "no_such_toxic"}), proxy.ErrBadToxic, "bad toxic")
+			require.ErrorIs(t, s.AddToxic(ctx, "missing", proxy.Toxic{Type: "latency"}), proxy.ErrProxyNotFound, "toxic on missing proxy")
+			require.NoError(t, s.SetEnabled(ctx, "p", false), "disable")
+			_, err = roundTrip(addr, "x\n")
+			require.Error(t, err, "disabled proxy still forwards")
+			require.NoError(t, s.SetEnabled(ctx, "p", true), "enable")
+			got, err := roundTrip(addr, "back\n")
+			require.NoError(t, err, "re-enabled proxy")
+			require.Equal(t, "back\n", got, "re-enabled proxy")
+			require.NoError(t, s.RemoveProxy(ctx, "p"), "RemoveProxy")
+			_, err = roundTrip(addr, "x\n")
+			require.Error(t, err, "removed proxy still forwards")
+			require.ErrorIs(t, s.RemoveProxy(ctx, "p"), proxy.ErrProxyNotFound, "second RemoveProxy")
+			require.NoError(t, s.Close(ctx), "Close")
+			_, err = s.CreateProxy(ctx, "q", "", echo.addr)
+			require.ErrorIs(t, err, proxy.ErrClosed, "CreateProxy after Close")
 		})
 	}
 }
@@ -287,12 +241,9 @@ func TestServer_DisableRemoveAndErrors(t *testing.T) {
 func TestConnect_UnreachableServer(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	addr := l.Addr().String()
 	_ = l.Close()
-	if _, err := proxy.Connect(context.Background(), "http://"+addr); !errors.Is(err, proxy.ErrUnreachable) {
-		t.Fatalf("Connect to closed port: %v, want ErrUnreachable", err)
-	}
+	_, err = proxy.Connect(context.Background(), "http://"+addr)
+	require.ErrorIs(t, err, proxy.ErrUnreachable, "Connect to closed port")
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/idemchaos/idemchaos/internal/proctest"
 	"github.com/idemchaos/idemchaos/internal/runenv"
 )
 
@@ -19,7 +20,7 @@ func TestRun_SIGKILLedHarnessIsReapedByNextStart(t *testing.T) {
 	ctx := context.Background()
 	base := testBase(t)
 	c := startChildHarness(t, base)
-	if !alive(c.pgPID) {
+	if !proctest.Alive(c.pgPID) {
 		t.Fatalf("postmaster %d not running after READY", c.pgPID)
 	}
 	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/internal/pgcluster"
+	"github.com/idemchaos/idemchaos/internal/proctest"
 	"github.com/idemchaos/idemchaos/internal/runenv"
 )
 
@@ -126,28 +127,17 @@ func survivors(dir string, pid int) []string {
 		if err != nil {
 			continue
 		}
-		if alive(p) && p == pid {
+		if proctest.Alive(p) && p == pid {
 			found = append(found, fmt.Sprintf("postmaster %d", p))
 			continue
 		}
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
 		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", p))
-		if alive(p) && (strings.Contains(string(cmdline), dir) || strings.HasPrefix(cwd, dir)) {
+		if proctest.Alive(p) && (strings.Contains(string(cmdline), dir) || strings.HasPrefix(cwd, dir)) {
 			found = append(found, fmt.Sprintf("%d %s", p, strings.ReplaceAll(string(cmdline), "\x00", " ")))
 		}
 	}
 	return found
-}
-
-// alive reports whether pid runs and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
 // waitNoSurvivors polls (bounded) until nothing of dir runs any more:

@@ -1,19 +1,22 @@
-package scenarios
+// Package suggest finds the known name a mistyped one was meant to be: one
+// edit distance and one "did you mean" rule for every place that refuses a
+// name (scenario keys and fault parameters, mutants, invariants).
+package suggest
 
 import (
 	"fmt"
 	"strings"
 )
 
-// suggest returns the candidate closest to word by edit distance, when it
+// Closest returns the candidate closest to word by edit distance, when it
 // is close enough to be a plausible typo (at most a third of the word's
-// length, and at least 1, edits), else "".
-func suggest(word string, candidates []string) string {
+// length, and at least 1, edits; case is ignored), else "".
+func Closest(word string, candidates []string) string {
 	best, bestD := "", -1
 	limit := max(len([]rune(word))/3, 1)
 	lw := strings.ToLower(word)
 	for _, c := range candidates {
-		d := levenshtein(lw, strings.ToLower(c))
+		d := Distance(lw, strings.ToLower(c))
 		if d <= limit && (bestD < 0 || d < bestD) {
 			best, bestD = c, d
 		}
@@ -21,16 +24,16 @@ func suggest(word string, candidates []string) string {
 	return best
 }
 
-// didYouMean returns `; did you mean "x"?` or "".
-func didYouMean(word string, candidates []string) string {
-	if s := suggest(word, candidates); s != "" {
+// DidYouMean returns `; did you mean "x"?` for the closest candidate, or "".
+func DidYouMean(word string, candidates []string) string {
+	if s := Closest(word, candidates); s != "" {
 		return fmt.Sprintf("; did you mean %q?", s)
 	}
 	return ""
 }
 
-// levenshtein is the edit distance of a and b, in runes.
-func levenshtein(a, b string) int {
+// Distance is the Levenshtein distance of a and b, in runes.
+func Distance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)

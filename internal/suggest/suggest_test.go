@@ -1,8 +1,8 @@
-package scenarios
+package suggest
 
 import "testing"
 
-func TestSuggest_Typos(t *testing.T) {
+func TestClosest_Typos(t *testing.T) {
 	t.Parallel()
 	keys := []string{"intents", "tenants", "concurrency", "spread", "client"}
 	for word, want := range map[string]string{
@@ -15,14 +15,14 @@ func TestSuggest_Typos(t *testing.T) {
 		"clients":     "client",
 		"concurrency": "concurrency",
 	} {
-		if got := suggest(word, keys); got != want {
-			t.Errorf("suggest(%q) = %q, want %q", word, got, want)
+		if got := Closest(word, keys); got != want {
+			t.Errorf("Closest(%q) = %q, want %q", word, got, want)
 		}
 	}
-	if d := levenshtein("kitten", "sitting"); d != 3 {
-		t.Errorf("levenshtein(kitten, sitting) = %d, want 3", d)
+	if d := Distance("kitten", "sitting"); d != 3 {
+		t.Errorf("Distance(kitten, sitting) = %d, want 3", d)
 	}
-	if d := levenshtein("µs", "us"); d != 1 {
-		t.Errorf("levenshtein counts runes: got %d, want 1", d)
+	if d := Distance("µs", "us"); d != 1 {
+		t.Errorf("Distance counts runes: got %d, want 1", d)
 	}
 }
