@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idemchaos/idemchaos/harness/oracle"
+	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -19,13 +19,8 @@ func addEffects(ctx context.Context, h *history.History, scenarioFile string) er
 	if err != nil {
 		return err
 	}
-	var o oracle.Oracle
-	switch s.Effects.Oracle {
-	case "sql":
-		o = oracle.SQL(s.Effects.DSN, s.Effects.Query)
-	case "http":
-		o = oracle.HTTP(s.Effects.URL, s.Effects.Items, s.Effects.Tenant, s.Effects.Key, s.Effects.ID)
-	default:
+	o := harness.ScenarioOracle(s)
+	if o == nil {
 		return fmt.Errorf("--effects %s: effects.oracle is %q; a recording's effects are read with sql or http", scenarioFile, s.Effects.Oracle)
 	}
 	if s.Effects.Settle > 0 {

@@ -249,3 +249,30 @@ func TestRecord_DoubleClicksOnOrdersvcCaughtByCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestRecord_RefusesNonLoopbackAndBadEffects(t *testing.T) {
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "h.jsonl")
+	none := writeFile(t, dir, "none.yaml", "target: {url: \"http://127.0.0.1:9\"}\neffects: {oracle: none}\n")
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"remote upstream": {[]string{"record", "--upstream", "http://10.1.2.3:8080", "--history", hist}, "not a loopback address; pass --allow-remote"},
+		"remote listen":   {[]string{"record", "--listen", "0.0.0.0:0", "--upstream", "http://127.0.0.1:9", "--history", hist}, "not a loopback address"},
+		"bad upstream":    {[]string{"record", "--upstream", "127.0.0.1:9", "--history", hist}, "want http://host:port"},
+		"no history":      {[]string{"record", "--upstream", "http://127.0.0.1:9"}, `"history" not set`},
+		"effects none":    {[]string{"check", "--effects", none, "../../testdata/examples/response-drop-clean.jsonl"}, `effects.oracle is "none"`},
+		"effects missing": {[]string{"check", "--effects", filepath.Join(dir, "nope.yaml"), "../../testdata/examples/response-drop-clean.jsonl"}, "nope.yaml"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, _, errs := runMain(t, c.args...)
+			if code != 3 || !strings.Contains(errs, c.want) {
+				t.Errorf("exit %d, want 3 with %q\n%s", code, c.want, errs)
+			}
+		})
+	}
+	if _, err := os.Stat(hist); err == nil {
+		t.Error("a refused record created its history file")
+	}
+}
