@@ -117,7 +117,7 @@ func (m *Main) runInit(cmd *cobra.Command, f initFlags) error {
 	fmt.Fprintf(out, `next:
   1. review every "guess:" comment in %s
   2. fill in the effects block (TODO effects: an sql or http oracle)
-  3. idemchaos validate %s && idemchaos run -s %s --target http://127.0.0.1:PORT
-`, f.out, f.out, filepath.Join(f.out, files[0].Name))
+  3. idemchaos run -s %s          (it targets %s; --target URL for another address)
+`, f.out, filepath.Join(f.out, files[0].Name), files[0].Target)
 	return nil
 }

@@ -87,7 +87,7 @@ func (s *scaffold) main() File {
 		step("callbacks", "The payment provider redelivers its callback for every order three times: one credit per order, never one per delivery. "+s.callback.why+"; the provider's token is a guess too (token: the demo default).")
 		y.line(2, "callbacks: {path: "+str(s.callback.path)+", deliveries: 3, spread: 20ms}", "")
 	}
-	return File{Name: file, Operation: s.o.id(), Text: y.String(), Notes: s.notes}
+	return File{Name: file, Operation: s.o.id(), Text: y.String(), Notes: s.notes, Target: s.target}
 }
 
 // infra is the scenario of faults that need the service's processes or its
@@ -162,7 +162,7 @@ func (s *scaffold) infra() File {
 	step("consumer-restart", "The queue consumer dies after its effect and before its ack; the redelivery must not produce a second effect. Delete this step if your service has no queue consumer.")
 	y.line(2, "faults:", "")
 	y.line(3, "- {kind: consumer-restart, when: {at: 0s}}", "")
-	return File{Name: file, Operation: s.o.id(), Text: y.String(), Notes: s.notes}
+	return File{Name: file, Operation: s.o.id(), Text: y.String(), Notes: s.notes, Target: s.target}
 }
 
 func (s *scaffold) writeTarget(y *yamlText) {

@@ -21,6 +21,9 @@ type File struct {
 	Operation string
 	// Text is the YAML, comments included.
 	Text string
+	// Target is the scenario's target URL (the document's loopback server,
+	// or a placeholder the user must point at their service).
+	Target string
 	// Notes are what the user must know that the file cannot express
 	// (printed by the CLI as well as written into the file).
 	Notes []string
