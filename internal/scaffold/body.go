@@ -21,7 +21,10 @@ import (
 
 var (
 	tenantLike = regexp.MustCompile(`(?i)^(x-)?(tenant|account|merchant|organi[sz]ation|org|workspace|company|shop|store)(_?id)?$|(?i)-(account|tenant|merchant)(-id)?$`)
-	idLike     = regexp.MustCompile(`(?i)(^id$|_id$|Id$|^reference$|_ref(erence)?$|^external_?id|^order_?number$|^idempotency)`)
+	// clientRef are ids the client makes up (a fresh one per intent);
+	// idLike may as well name an existing resource.
+	clientRef  = regexp.MustCompile(`(?i)(^reference$|_?ref(erence)?$|^external_?id$|^order_?number$|^idempotency|^client_?\w*_?id$|^request_?id$)`)
+	idLike     = regexp.MustCompile(`(^id$|_id$|Id$|ID$)`)
 	skuLike    = regexp.MustCompile(`(?i)^(sku|product(_?id)?|item(_?id)?|price(_?id)?|plan)$`)
 	qtyLike    = regexp.MustCompile(`(?i)^(qty|quantity|count|units)$`)
 	amountLike = regexp.MustCompile(`(?i)^(amount|total|value|price|sum)(_?(minor|cents|value))?$`)
@@ -255,14 +258,20 @@ func (g *bodyGen) str(name, path string, s *openapi3.Schema) value {
 		g.varying, g.hasTenant = true, true
 		g.guess("%s: {{tenant}}: the name looks like the tenant (check that it is, and that the service accepts the tenant names t1, t2...)", path)
 		return scalar(`"{{tenant}}"`, "{{tenant}}")
-	case s.Format == "uuid" || idLike.MatchString(name):
+	case clientRef.MatchString(name) || s.Format == "uuid" && s.Example == nil:
 		g.varying = true
-		what := "the name looks like an id the client picks"
-		if s.Format == "uuid" {
+		what := "the name says the client makes it up"
+		if !clientRef.MatchString(name) {
 			what = "format uuid; {{uuid}} is 16 hex digits, not a UUID: adjust if the service checks the format"
 		}
 		g.guess("%s: {{uuid}}, a fresh value per intent: %s", path, what)
 		return scalar(`"{{uuid}}"`, "{{uuid}}")
+	case idLike.MatchString(name) && s.Example == nil && s.Default == nil:
+		g.varying = true
+		g.guess("%s: {{uuid}}, a fresh value per intent: no example given; if it must name an existing resource, put one here", path)
+		return scalar(`"{{uuid}}"`, "{{uuid}}")
+	case idLike.MatchString(name):
+		g.guess("%s: the document's example, the same in every intent: it may have to name a resource that exists in your service", path)
 	case skuLike.MatchString(name) && (s.MinLength <= 5) && s.Pattern == "":
 		g.varying = true
 		g.guess("%s: {{sku}} (A-100, B-200, ...), from the name", path)
