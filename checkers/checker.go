@@ -219,9 +219,18 @@ func (a all) Check(h *history.History, effects []history.Effect) Result {
 
 // finish sorts the violations and settles the verdict: violations are
 // definite; otherwise a truncated history or an explicit reason is unknown.
+// A run that was interrupted is unknown whatever it shows: its traffic and
+// its effects were cut off, so what looks like a violation may be neither.
 func finish(r Result, h *history.History, unknown string) Result {
 	sort.SliceStable(r.Violations, func(i, j int) bool { return firstOp(r.Violations[i]) < firstOp(r.Violations[j]) })
 	switch {
+	case h.Interrupted != "":
+		r.Verdict = Unknown
+		r.Reason = fmt.Sprintf("the run was interrupted (%s): its history is partial", h.Interrupted)
+		if n := len(r.Violations); n > 0 {
+			r.Reason += fmt.Sprintf("; %d possible violation(s) not judged", n)
+			r.Violations = nil
+		}
 	case len(r.Violations) > 0:
 		r.Verdict = Violated
 	case unknown != "":

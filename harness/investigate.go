@@ -96,6 +96,10 @@ func (r *Runner) Investigate(ctx context.Context, o *Outcome, opts RunOptions, i
 				fails++
 			}
 		}
+		if ctx.Err() != nil {
+			// Re-runs cut short classify nothing: say nothing rather than guess.
+			return Investigation{Invariant: inv.Invariant}
+		}
 		inv.Reproducible = fails == ran
 		kind := "reproducible"
 		if !inv.Reproducible {

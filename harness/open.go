@@ -3,6 +3,8 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/internal/env"
@@ -36,12 +38,18 @@ type OpenOptions struct {
 	ToxiproxyURL string
 	// Scenarios are inspected for what they need.
 	Scenarios []*scenarios.Scenario
-	_         struct{}
+	// Resolver resolves the host names of the target, the database address
+	// and http oracles for the loopback rule (nil: the system's).
+	Resolver env.Resolver
+	_        struct{}
 }
 
 // Open starts the environment the scenarios need and returns a runner for
 // it, and the function that stops it and removes everything it made.
 func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context) error, error) {
+	if err := checkOracleHosts(ctx, opts); err != nil {
+		return nil, nil, err
+	}
 	kind := opts.Kind
 	if kind == "" || kind == env.KindAuto {
 		kind = env.KindLocal
@@ -55,7 +63,7 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 		for _, s := range opts.Scenarios {
 			allow = allow || s.Target.AllowRemote
 		}
-		ext, err := env.StartExternal(ctx, env.ExternalConfig{ServiceURL: opts.TargetURL, AllowRemote: allow, DatabaseAddr: opts.DatabaseAddr, DatabaseListen: opts.DatabaseListen, ToxiproxyURL: opts.ToxiproxyURL})
+		ext, err := env.StartExternal(ctx, env.ExternalConfig{ServiceURL: opts.TargetURL, AllowRemote: allow, DatabaseAddr: opts.DatabaseAddr, DatabaseListen: opts.DatabaseListen, ToxiproxyURL: opts.ToxiproxyURL, Resolver: opts.Resolver})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -114,4 +122,27 @@ func scenarioNeedsStandby(s *scenarios.Scenario) bool {
 		}
 	}
 	return false
+}
+
+// checkOracleHosts applies the loopback rule to http oracles, which are
+// sent requests too: every address an effects.url host resolves to must be
+// loopback unless remote targets are allowed.
+func checkOracleHosts(ctx context.Context, opts OpenOptions) error {
+	for _, s := range opts.Scenarios {
+		if s.Effects.Oracle != "http" || opts.AllowRemote || s.Target.AllowRemote {
+			continue
+		}
+		u, err := url.Parse(s.Effects.URL)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("%s: effects.url %q: want http(s)://host[:port]/path", s.Name, s.Effects.URL)
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[bool]string{true: "443", false: "80"}[u.Scheme == "https"]
+		}
+		if _, err := env.ResolveLoopback(ctx, opts.Resolver, net.JoinHostPort(u.Hostname(), port), "effects.url"); err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+	}
+	return nil
 }

@@ -178,6 +178,13 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 		rec.OnEvent(r.OnEvent)
 	}
 	defer rec.Flush()
+	// A run cut short leaves a partial history: it says so, so that a
+	// later check reads unknown, never a violation.
+	defer func() {
+		if ctx.Err() != nil {
+			_ = rec.Interrupted(context.Cause(ctx).Error())
+		}
+	}()
 	// Flush as the run goes, so the file can be followed while it runs and
 	// a run killed outright still leaves most of its history.
 	flushDone := make(chan struct{})

@@ -128,7 +128,8 @@ func startChild(ctx context.Context, local *env.Local, spec childSpec, ready pro
 
 // startExternal wraps a user's service already behind the external env's proxy.
 func startExternal(ext *env.External, tgt *scenarios.Target, dsn string, tokens map[string]string) *target {
-	return &target{clientURL: ext.ServiceURL(), serviceURL: tgt.URL, svcProxy: env.ServiceProxy,
+	// The checked address, not the name: a name is not looked up again.
+	return &target{clientURL: ext.ServiceURL(), serviceURL: ext.TargetURL(), svcProxy: env.ServiceProxy,
 		dbProxy: dbProxyName(ext), dsn: dsn, tokens: tokens, debugURL: map[string]string{},
 		close: func(context.Context) error { return nil }}
 }

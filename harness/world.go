@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/harness/driver"
+	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/pgcluster"
 	"github.com/idemchaos/idemchaos/internal/proc"
 	"github.com/idemchaos/idemchaos/internal/proxy"
@@ -33,7 +34,23 @@ type world struct {
 	rec     *driver.Recorder
 	rng     *lockedRand
 	paths   atomic.Int64
+
+	// procs holds one handle per process name, shared by every fault of the
+	// run: a crash fault waits on the exit channel that the kill closes.
+	procMu sync.Mutex
+	procs  map[string]faults.Process
+	// deadGrace is how long an arming whose answer was lost waits for the
+	// process to die (0 means [crashArmGrace]).
+	deadGrace time.Duration
 }
+
+// crashArmGrace bounds the wait for a process whose crash arming went
+// unanswered to be seen dead.
+const crashArmGrace = 2 * time.Second
+
+// upWait bounds how long an action that needs a process waits for a
+// crash fault to bring it back: longer than a restart may take.
+const upWait = 60 * time.Second
 
 var _ faults.World = (*world)(nil)
 
@@ -96,29 +113,40 @@ func (w *world) PrivatePath(ctx context.Context, l faults.Link, toxics ...faults
 func (w *world) ServiceURL() string { return w.t.serviceURL }
 
 func (w *world) Process(name string) faults.Process {
-	var p *proc.Process
+	w.procMu.Lock()
+	defer w.procMu.Unlock()
+	if p, ok := w.procs[name]; ok {
+		return p
+	}
+	var sp *proc.Process
 	var kill, restart string
 	switch name {
 	case "service":
-		p, kill, restart = w.t.service, w.hooks.Kill, w.hooks.Restart
+		sp, kill, restart = w.t.service, w.hooks.Kill, w.hooks.Restart
 	case "consumer":
-		p, kill, restart = w.t.consumer, w.hooks.KillConsumer, w.hooks.RestartConsumer
+		sp, kill, restart = w.t.consumer, w.hooks.KillConsumer, w.hooks.RestartConsumer
 	}
-	if p != nil {
-		return supervised{p}
+	var p faults.Process
+	switch {
+	case sp != nil:
+		p = supervised{sp}
+	case kill != "" && restart != "":
+		p = newHooked(name, kill, restart)
+	default:
+		return nil
 	}
-	if kill != "" && restart != "" {
-		return &hooked{kill: kill, restart: restart, dead: make(chan struct{})}
+	if w.procs == nil {
+		w.procs = map[string]faults.Process{}
 	}
-	return nil
+	w.procs[name] = p
+	return p
 }
 
 func (w *world) Failpoint(ctx context.Context, process, point, action string, count int) error {
 	base, ok := w.t.debugURL[process]
 	if !ok {
-		if action == "crash" && w.Process(process) != nil {
-			// A hooked process has no failpoints: kill it now instead.
-			return w.Process(process).Kill(ctx)
+		if h, isHooked := w.Process(process).(*hooked); isHooked && (action == "crash" || action == "off") {
+			return w.armHooked(h, point, action)
 		}
 		return fmt.Errorf("%w: %s has no failpoints", faults.ErrUnsupported, process)
 	}
@@ -131,23 +159,75 @@ func (w *world) Failpoint(ctx context.Context, process, point, action string, co
 		// Under load a request already on its way can trip the point
 		// before the arming answer is written: the process dies with the
 		// answer unsent. A process that died has been armed and fired.
+		grace := w.deadGrace
+		if grace <= 0 {
+			grace = crashArmGrace
+		}
+		t := time.NewTimer(grace)
+		defer t.Stop()
 		select {
 		case <-w.Process(process).Exited():
 			return nil
-		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+		case <-t.C:
 		}
 	}
 	return err
 }
 
+// Purge asks the service to purge expired records. A crash fault may have
+// the service down at that moment: the purge waits for the restart, and is
+// asked again if the service died while answering.
 func (w *world) Purge(ctx context.Context) error {
-	if _, ok := w.t.debugURL["service"]; ok {
-		return debugCall(ctx, http.MethodPost, w.t.debugURL["service"]+"/debug/purge")
+	var purge func(context.Context) error
+	switch {
+	case w.t.debugURL["service"] != "":
+		purge = func(ctx context.Context) error {
+			return debugCall(ctx, http.MethodPost, w.t.debugURL["service"]+"/debug/purge")
+		}
+	case w.hooks.Purge != "":
+		purge = func(ctx context.Context) error { return runHook(ctx, w.hooks.Purge, nil) }
+	default:
+		return faults.ErrUnsupported
 	}
-	if w.hooks.Purge != "" {
-		return runHook(ctx, w.hooks.Purge, nil)
+	p := w.Process("service")
+	for try := 1; ; try++ {
+		var died <-chan struct{}
+		if p != nil {
+			if err := waitUp(ctx, p); err != nil {
+				return fmt.Errorf("purge: the service is down: %w", err)
+			}
+			died = p.Exited()
+		}
+		err := purge(ctx)
+		if err == nil || died == nil || try == 3 {
+			return err
+		}
+		select {
+		case <-died: // it crashed under the purge: ask its next incarnation
+		default:
+			return err
+		}
 	}
-	return faults.ErrUnsupported
+}
+
+// upWaiter is a process handle that can tell when it is up again.
+type upWaiter interface {
+	WaitUp(ctx context.Context) error
+}
+
+// waitUp waits, within [upWait], until p runs.
+func waitUp(ctx context.Context, p faults.Process) error {
+	u, ok := p.(upWaiter)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, upWait)
+	defer cancel()
+	if err := u.WaitUp(ctx); err != nil {
+		return fmt.Errorf("not back within %s: %w", upWait, err)
+	}
+	return nil
 }
 
 func (w *world) SetReplicaDelay(ctx context.Context, d time.Duration) error {
@@ -188,20 +268,42 @@ type supervised struct{ p *proc.Process }
 func (s supervised) Kill(ctx context.Context) error    { return s.p.Kill(ctx) }
 func (s supervised) Restart(ctx context.Context) error { return s.p.Restart(ctx) }
 func (s supervised) Exited() <-chan struct{}           { return s.p.Exited() }
+func (s supervised) WaitUp(ctx context.Context) error  { return s.p.WaitUp(ctx) }
 
 // hooked is a process of an external target, killed and restarted by the
-// scenario's hook commands.
+// scenario's hook commands. One value per process serves the whole run.
 type hooked struct {
+	name          string
 	kill, restart string
-	mu            sync.Mutex
-	dead          chan struct{}
+
+	mu   sync.Mutex
+	dead chan struct{} // closed when the kill hook has killed it
+	up   chan struct{} // closed while it runs
+	// armed is the crash point waiting for its moment ("" for none).
+	armed string
+	watch sync.Once // the recorder sink that fires an armed crash
+}
+
+func newHooked(name, kill, restart string) *hooked {
+	up := make(chan struct{})
+	close(up)
+	return &hooked{name: name, kill: kill, restart: restart, dead: make(chan struct{}), up: up}
 }
 
 func (h *hooked) Kill(ctx context.Context) error {
+	h.mu.Lock()
+	select {
+	case <-h.dead:
+		h.mu.Unlock()
+		return proc.ErrNotRunning
+	default:
+	}
+	h.mu.Unlock()
 	if err := runHook(ctx, h.kill, nil); err != nil {
 		return err
 	}
 	h.mu.Lock()
+	h.up = make(chan struct{})
 	close(h.dead)
 	h.mu.Unlock()
 	return nil
@@ -212,7 +314,12 @@ func (h *hooked) Restart(ctx context.Context) error {
 		return err
 	}
 	h.mu.Lock()
-	h.dead = make(chan struct{})
+	select {
+	case <-h.dead:
+		h.dead = make(chan struct{})
+		close(h.up)
+	default:
+	}
 	h.mu.Unlock()
 	return nil
 }
@@ -221,6 +328,60 @@ func (h *hooked) Exited() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.dead
+}
+
+func (h *hooked) WaitUp(ctx context.Context) error {
+	h.mu.Lock()
+	up := h.up
+	h.mu.Unlock()
+	select {
+	case <-up:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// armHooked stands in for a failpoint on an external process, which has
+// none: a crash armed at a point is the kill hook run as soon as the
+// service has acknowledged an attempt after the arming — with traffic in
+// flight, and with an acknowledged write that must survive. The crash fault
+// then records the death and runs the restart hook.
+func (w *world) armHooked(h *hooked, point, action string) error {
+	h.mu.Lock()
+	if action == "off" {
+		h.armed = ""
+	} else {
+		h.armed = point
+	}
+	h.mu.Unlock()
+	h.watch.Do(func() { w.rec.OnEvent(h.fireOn(w)) })
+	return nil
+}
+
+// fireOn returns the recorder sink that runs the kill hook of an armed
+// crash once an attempt is acknowledged.
+func (h *hooked) fireOn(w *world) func(*history.Event) {
+	return func(e *history.Event) {
+		if e.Type != history.TypeOK || e.Resp == nil || e.Resp.Status/100 != 2 {
+			return
+		}
+		h.mu.Lock()
+		point := h.armed
+		h.armed = ""
+		h.mu.Unlock()
+		if point == "" {
+			return
+		}
+		// The hook may take a while: never inside the recorder's call.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			if err := h.Kill(ctx); err != nil && !errors.Is(err, proc.ErrNotRunning) {
+				w.Record("crash", "error", 0, map[string]any{"process": h.name, "point": point, "error": err.Error()})
+			}
+		}()
+	}
 }
 
 // runHook runs a scenario hook with sh -c, bounded by ctx.

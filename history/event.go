@@ -20,6 +20,9 @@ const (
 	TypeFail   Type = "fail"
 	TypeFault  Type = "fault"
 	TypeEffect Type = "effect"
+	// TypeInterrupted, the last line of a run that was cut short (Ctrl-C,
+	// a deadline), says the history is partial: its error field says why.
+	TypeInterrupted Type = "interrupted"
 )
 
 // Event is one line of a history. Which fields are meaningful depends on
@@ -48,7 +51,7 @@ type Event struct {
 
 	Req   *Request  // invoke: what was sent
 	Resp  *Response // ok: what came back
-	Error string    // info, fail: why there was no response
+	Error string    // info, fail: why there was no response; interrupted: why the run stopped
 
 	Fault  string          // fault: the fault kind, e.g. "response-drop"
 	Action string          // fault: "fire" (default) or "heal"

@@ -107,6 +107,9 @@ type History struct {
 	Effects  []Effect
 	// Truncated says the input ended mid-line: events may be missing.
 	Truncated bool
+	// Interrupted says why the run was cut short ("" when it was not): the
+	// history is partial, so no verdict drawn from it is definite.
+	Interrupted string
 	// EffectsKnown says the history records effects (an effect event, or the
 	// meta flag effects_recorded), so that no effect means no effect.
 	EffectsKnown bool
@@ -256,6 +259,11 @@ func (h *History) add(e *Event, l *loader) error {
 			action = "fire"
 		}
 		h.Faults = append(h.Faults, Fault{Kind: in.get(e.Fault), Action: in.get(action), Op: e.Op, NS: e.NS, Detail: e.Detail})
+	case TypeInterrupted:
+		h.Interrupted = e.Error
+		if h.Interrupted == "" {
+			h.Interrupted = "interrupted"
+		}
 	case TypeEffect:
 		h.EffectsKnown = true
 		l.effects.add(Effect{

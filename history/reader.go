@@ -218,6 +218,14 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 			e.Detail = d.MarshalTo(nil)
 		}
 		return true, nil
+	case TypeInterrupted:
+		if e.NS, err = integer(v, "ns", false); err != nil {
+			return true, err
+		}
+		if e.Error, err = str(v, "error", false); err != nil {
+			return true, err
+		}
+		return true, nil
 	case TypeEffect:
 		if e.Effect, err = str(v, "effect", true); err != nil {
 			return true, err

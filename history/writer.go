@@ -110,6 +110,9 @@ func AppendEvent(dst []byte, e *Event) []byte {
 			dst = append(dst, `,"detail":`...)
 			dst = append(dst, e.Detail...)
 		}
+	case TypeInterrupted:
+		dst = appendInt(dst, "ns", e.NS)
+		dst = appendOptString(dst, "error", e.Error)
 	case TypeEffect:
 		dst = appendOptString(dst, "tenant", e.Tenant)
 		dst = appendOptString(dst, "key", e.Key)

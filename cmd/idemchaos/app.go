@@ -12,11 +12,23 @@ import (
 
 // Exit codes, in Jepsen's spirit (DESIGN §9).
 const (
-	ExitClean        = 0 // every invariant held
-	ExitViolation    = 1 // a violation was found
-	ExitInconclusive = 2 // unknown verdicts, no violation
-	ExitUsage        = 3 // usage, configuration, input or environment error
+	ExitClean        = 0   // every invariant held
+	ExitViolation    = 1   // a violation was found
+	ExitInconclusive = 2   // unknown verdicts, no violation
+	ExitUsage        = 3   // usage, configuration, input or environment error
+	ExitInterrupted  = 130 // Ctrl-C or SIGTERM: 128 + SIGINT, as a shell reports it
 )
+
+// signalStops annotates a command that a signal ends normally (a server):
+// it is not interrupted by one.
+const signalStops = "idemchaos/signal-stops"
+
+// errInterrupted is how every command ends when a signal cut it short,
+// whatever it was doing: an error it met on the way out (a start-up cut off
+// mid-initdb, a re-run that could not finish) is a consequence, not news.
+func errInterrupted() error {
+	return &ExitError{Code: ExitInterrupted, Err: errors.New("interrupted: every process stopped and temp dirs removed")}
+}
 
 // ExitError carries the process exit code a command ends with.
 type ExitError struct {
@@ -58,7 +70,10 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	root.SetIn(m.Stdin)
 	root.SetOut(m.Stdout)
 	root.SetErr(m.Stderr)
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
+	if ctx.Err() != nil && (c == nil || c.Annotations[signalStops] == "") {
+		return errInterrupted()
+	}
 	var ee *ExitError
 	if err != nil && !errors.As(err, &ee) {
 		// Cobra's own errors are bad flags, unknown commands and wrong

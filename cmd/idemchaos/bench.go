@@ -39,10 +39,13 @@ with the machine it ran on and one table per section:
 The full run takes 15-25 minutes on 2 cores; progress goes to stderr. --quick is the CI
 gate: every mutant × 3 seeds and the reference × 10 seeds of storm; it exits 1 if a mutant
 escapes or the reference shows a violation or an inconclusive verdict, and writes no file
-unless --out is given.`,
+unless --out is given. --loaded runs that gate, with storm × 100 seeds, while two CPU-bound
+processes load the machine (stress-ng --cpu 1, or Go burners when stress-ng is missing),
+and reports its errors and inconclusive runs (target 0 and 0).`,
 		Example: `  idemchaos bench
   idemchaos bench --only detection,false-alarms --seeds 5
-  idemchaos bench --quick`,
+  idemchaos bench --quick
+  idemchaos bench --loaded --out loaded.md`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Progress = cmd.ErrOrStderr()
@@ -58,8 +61,8 @@ unless --out is given.`,
 				defer pprof.StopCPUProfile()
 			}
 			run := bench.Run
-			if quick {
-				run = bench.Quick
+			if quick || opts.Loaded {
+				quick, run = true, bench.Quick
 			}
 			rep, err := run(cmd.Context(), opts)
 			var gate error
@@ -68,7 +71,7 @@ unless --out is given.`,
 			}
 			if err != nil {
 				if errors.Is(err, context.Canceled) {
-					return &ExitError{Code: 130, Err: errors.New("interrupted: every process stopped and temp dirs removed")}
+					return errInterrupted()
 				}
 				if errors.Is(err, bench.ErrUnknownSection) {
 					return usageError(err)
@@ -108,6 +111,7 @@ unless --out is given.`,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&quick, "quick", false, "the CI gate: every mutant × 3 seeds, the reference × 10 seeds of storm; exit 1 if anything escapes or alarms")
+	fl.BoolVar(&opts.Loaded, "loaded", false, "the quick gate and storm × 100 seeds with two CPU-bound processes alongside; exit 1 on any error, inconclusive run, violation or escape")
 	fl.StringSliceVar(&opts.Only, "only", nil, "run only these sections (comma-separated): detection, false-alarms, driver, checker, reference, startup, demo")
 	fl.StringVar(&out, "out", "", "where to write the report (default BENCHMARKS.md; with --quick, stdout)")
 	fl.IntVar(&opts.Seeds, "seeds", 0, "seeds per mutant in detection (default 20; --quick 3)")

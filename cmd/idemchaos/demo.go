@@ -59,11 +59,13 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 			}
 			done := 0
 			prog.start(fmt.Sprintf("demo: %d scenarios × the reference and %d mutants", len(suite), total-len(suite)), "")
+			finished := map[*harness.Outcome]bool{} // runs that ran to their end
 			matrix, err := r.CatchMatrix(ctx, suite, harness.MatrixOptions{Seed: seed, Mutants: mutants,
 				AfterRun: func(row *harness.MatrixRow, o *harness.Outcome) {
 					if o == nil {
 						return
 					}
+					finished[o] = true
 					who := "reference"
 					if row.Mutant != "" {
 						who = row.Mutant
@@ -80,7 +82,10 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 			prog.done()
 			if err != nil {
 				if errors.Is(err, context.Canceled) {
-					return &ExitError{Code: 130, Err: errors.New("interrupted: every process stopped and temp dirs removed")}
+					if o := lastRun(matrix); o != nil && !finished[o] && o.HistoryPath != "" {
+						fmt.Fprintf(cmd.ErrOrStderr(), "partial history kept: %s\n", o.HistoryPath)
+					}
+					return errInterrupted()
 				}
 				return usageError(err)
 			}
@@ -116,4 +121,19 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 	cmd.Flags().StringArrayVar(&mutants, "mutant", nil, "limit the matrix to these mutants (repeatable)")
 	out.register(cmd.Flags())
 	return cmd
+}
+
+// lastRun is the matrix's last run: the one an interrupt cut short, unless
+// the interrupt came between runs.
+func lastRun(m *harness.Matrix) *harness.Outcome {
+	if m == nil {
+		return nil
+	}
+	rows := append([]harness.MatrixRow{m.Reference}, m.Mutants...)
+	for i := len(rows) - 1; i >= 0; i-- {
+		if n := len(rows[i].Runs); n > 0 {
+			return rows[i].Runs[n-1]
+		}
+	}
+	return nil
 }

@@ -44,8 +44,9 @@ func newReferenceServeCmd(lookup func(string) (string, bool)) *cobra.Command {
 		Example: `  idemchaos reference serve --dsn postgres://postgres@127.0.0.1:5432/shop
   idemchaos reference serve --dsn "$DSN" --mutant check-then-insert --failpoints --addr 127.0.0.1:0 --addr-file addr.txt
   IDEMCHAOS_DSN=postgres://postgres@127.0.0.1:5432/shop idemchaos reference serve --retention 48h --max-retry-window 24h`,
-		Short: "Run the reference service (POST /v1/orders, callbacks, /metrics, /healthz)",
-		Args:  cobra.NoArgs,
+		Short:       "Run the reference service (POST /v1/orders, callbacks, /metrics, /healthz)",
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{signalStops: "yes"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := referenceApplyEnv(cmd.Flags(), lookup); err != nil {
 				return err
@@ -89,8 +90,9 @@ func newReferenceConsumeCmd(lookup func(string) (string, bool)) *cobra.Command {
 		Use: "consume",
 		Example: `  idemchaos reference consume --dsn postgres://postgres@127.0.0.1:5432/shop
   idemchaos reference consume --dsn "$DSN" --exit-when-idle`,
-		Short: "Run an outbox consumer (at-least-once delivery, exactly-once notification)",
-		Args:  cobra.NoArgs,
+		Short:       "Run an outbox consumer (at-least-once delivery, exactly-once notification)",
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{signalStops: "yes"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := referenceApplyEnv(cmd.Flags(), lookup); err != nil {
 				return err

@@ -146,7 +146,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 				fmt.Fprintf(cmd.ErrOrStderr(), "partial history kept: %s\n", o.HistoryPath)
 			}
 			if ctx.Err() != nil {
-				return &ExitError{Code: 130, Err: errors.New("interrupted: every process stopped and temp dirs removed")}
+				return errInterrupted()
 			}
 			return usageError(oneLineError{fmt.Errorf("%s: %w", s.Name, err)})
 		}
@@ -157,6 +157,11 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 				fmt.Fprintf(cmd.ErrOrStderr(), "investigating the failing plan of %s (re-runs, then shrinking)…\n", s.Name)
 			}
 			found := r.Investigate(ctx, o, opts, inv)
+			if ctx.Err() != nil {
+				// A classification from re-runs cut short would be a guess.
+				fmt.Fprintf(cmd.ErrOrStderr(), "history kept: %s\n", o.HistoryPath)
+				return errInterrupted()
+			}
 			run.Repro = found.Repro
 			if sr := found.Shrunk; sr != nil {
 				run.Shrunk = &report.Shrunk{From: sr.From, To: len(sr.Plan.Intents), Runs: sr.Runs, Plan: sr.Plan.Describe()}

@@ -38,15 +38,17 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	if click == 0 {
 		info.Fault = in.Faults[n]
 	}
+	hdr := d.headers(in, info)
 	route := Route{}
 	if d.cfg.Router != nil {
 		r, err := d.cfg.Router.Route(ctx, info)
 		if err != nil {
-			// The attempt was never sent: record it as a provable fail so the
-			// history still accounts for the op id.
-			d.record(info, in, nil, history.TypeFail, nil, nil, "route: "+err.Error())
-			d.fail.Add(1)
-			return result{stop: true}
+			// Nothing was sent: the op still gets its invoke before its
+			// fail, so the history loads and shows the attempt for what it
+			// was. A routing failure is the harness's, not the client's:
+			// the intent goes on with its retries.
+			d.notSent(info, in, hdr, "route: "+err.Error())
+			return result{stop: ctx.Err() != nil}
 		}
 		route = r
 	}
@@ -68,27 +70,16 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { gotConn = true }})
 	req, err := http.NewRequestWithContext(actx, in.Method, strings.TrimRight(base, "/")+in.Path, bytes.NewReader(in.Body))
 	if err != nil {
-		d.record(info, in, nil, history.TypeFail, nil, nil, "build request: "+err.Error())
-		d.fail.Add(1)
+		// The same request would fail the same way on every retry.
+		d.notSent(info, in, hdr, "build request: "+err.Error())
 		return result{stop: true}
 	}
 	// No GetBody: http.Transport treats a request with an Idempotency-Key as
 	// replayable and silently re-sends it on a broken reused connection. A
 	// re-send the history does not show would make it a lie.
 	req.GetBody = nil
-	for name, v := range d.cfg.Headers {
-		req.Header.Set(name, v)
-	}
-	if info.Key != "" {
-		req.Header.Set(d.cfg.KeyHeader, info.Key)
-	}
-	if d.cfg.IntentHeader != "" {
-		req.Header.Set(d.cfg.IntentHeader, in.ID)
-	}
-	if tok, ok := d.cfg.Tokens[in.Tenant]; ok {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	d.record(info, in, req, history.TypeInvoke, nil, nil, "")
+	req.Header = hdr
+	d.record(info, in, hdr, history.TypeInvoke, nil, nil, "")
 
 	resp, err := client.Do(req)
 	if err != nil {
@@ -119,12 +110,38 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	return res
 }
 
-func (d *runner) record(info AttemptInfo, in *Intent, req *http.Request, typ history.Type, resp *http.Response, body []byte, msg string) {
+// headers are the request headers attempt info of in carries.
+func (d *runner) headers(in *Intent, info AttemptInfo) http.Header {
+	h := make(http.Header, len(d.cfg.Headers)+3)
+	for name, v := range d.cfg.Headers {
+		h.Set(name, v)
+	}
+	if info.Key != "" {
+		h.Set(d.cfg.KeyHeader, info.Key)
+	}
+	if d.cfg.IntentHeader != "" {
+		h.Set(d.cfg.IntentHeader, in.ID)
+	}
+	if tok, ok := d.cfg.Tokens[in.Tenant]; ok {
+		h.Set("Authorization", "Bearer "+tok)
+	}
+	return h
+}
+
+// notSent records an attempt that provably never left the client: its
+// invoke, then its fail.
+func (d *runner) notSent(info AttemptInfo, in *Intent, hdr http.Header, msg string) {
+	d.record(info, in, hdr, history.TypeInvoke, nil, nil, "")
+	d.fail.Add(1)
+	d.record(info, in, nil, history.TypeFail, nil, nil, "not sent: "+msg)
+}
+
+func (d *runner) record(info AttemptInfo, in *Intent, hdr http.Header, typ history.Type, resp *http.Response, body []byte, msg string) {
 	e := &history.Event{Type: typ, Op: info.Op, Error: msg}
 	switch typ {
 	case history.TypeInvoke:
 		e.Intent, e.Tenant, e.Key, e.Attempt, e.Client = in.ID, in.Tenant, info.Key, info.Attempt, in.Client
-		e.Req = &history.Request{Method: in.Method, Path: in.Path, Headers: headersOf(req.Header), Body: in.Body}
+		e.Req = &history.Request{Method: in.Method, Path: in.Path, Headers: headersOf(hdr), Body: in.Body}
 	case history.TypeOK:
 		e.Resp = &history.Response{Status: resp.StatusCode, Headers: headersOf(resp.Header), Body: body}
 	}

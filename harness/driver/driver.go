@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -151,6 +152,9 @@ func Run(ctx context.Context, cfg Config, intents []Intent) (Stats, error) {
 	if err := cfg.withDefaults(); err != nil {
 		return Stats{}, err
 	}
+	if err := checkURLs(cfg, intents); err != nil {
+		return Stats{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
 	d := &runner{cfg: cfg, shared: newClient(cfg, false)}
@@ -197,6 +201,23 @@ feed:
 		return st, err
 	}
 	return st, nil
+}
+
+// checkURLs refuses, before anything is sent, an intent whose URL cannot
+// be built: every attempt of it would fail the same way.
+func checkURLs(cfg Config, intents []Intent) error {
+	seen := map[string]bool{}
+	for i := range intents {
+		in := &intents[i]
+		if seen[in.Method+" "+in.Path] {
+			continue
+		}
+		seen[in.Method+" "+in.Path] = true
+		if _, err := http.NewRequest(in.Method, strings.TrimRight(cfg.BaseURL, "/")+in.Path, nil); err != nil {
+			return fmt.Errorf("%w: intent %s: %s %q: %v", ErrConfig, in.ID, in.Method, in.Path, err)
+		}
+	}
+	return nil
 }
 
 type runner struct {

@@ -81,5 +81,11 @@ func (r *Recorder) Effect(tenant, key, intent, effect, kind string) error {
 	return r.Write(&history.Event{Type: history.TypeEffect, Tenant: tenant, Key: key, Intent: intent, Effect: effect, Kind: kind})
 }
 
+// Interrupted records that the run was cut short, and why: the history is
+// partial, and checks of it say unknown.
+func (r *Recorder) Interrupted(why string) error {
+	return r.Write(&history.Event{Type: history.TypeInterrupted, Error: why})
+}
+
 // Flush pushes buffered events to the file, so an interrupted run keeps them.
 func (r *Recorder) Flush() error { return r.w.Flush() }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/idemchaos/idemchaos/internal/ctxwait"
 )
 
 // Section names, in the order [Run] runs them.
@@ -59,6 +61,10 @@ type Options struct {
 	HistoryDir string
 	// Wrk and Pgbench are the baseline binaries ("" = from PATH).
 	Wrk, Pgbench string
+	// Loaded runs the gate with the machine deliberately loaded
+	// ([LoadBurners] CPU-bound processes alongside); with it, StormSeeds
+	// defaults to 100 even in [Quick].
+	Loaded bool
 	// Progress receives one line per step (default: nothing).
 	Progress io.Writer
 	_        struct{}
@@ -84,6 +90,9 @@ func (o Options) resolve(quick bool) (Options, error) {
 				*v = short
 			}
 		}
+	}
+	if o.Loaded && o.StormSeeds <= 0 {
+		o.StormSeeds = 100
 	}
 	def(&o.Seeds, 20, 3)
 	def(&o.StormSeeds, 100, 10)
@@ -142,6 +151,8 @@ type Report struct {
 	Reference   *ReferenceResult
 	Startup     *StartupResult
 	Demo        *DemoResult
+	// Load is the load a --loaded run put on the machine (nil otherwise).
+	Load *Load
 }
 
 // bench is one run in progress.
@@ -189,6 +200,20 @@ func run(ctx context.Context, opts Options, quick bool) (*Report, error) {
 	b.logf("%s on %d cores, %s", strings.Join(opts.Only, ", "), b.rep.Machine.Cores, b.rep.Machine.Go)
 	if opts.HistoryDir != "" {
 		b.logf("histories go to %s", opts.HistoryDir)
+	}
+	if opts.Loaded {
+		how, stop, err := startLoad()
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		b.rep.Load = &Load{How: how}
+		b.logf("loading the machine: %s", how)
+		if !ctxwait.Sleep(ctx, loadSettle) {
+			return b.rep, ctx.Err()
+		}
+		b.rep.Load.Load1Start = load1()
+		defer func() { b.rep.Load.Load1End = load1() }()
 	}
 	for _, name := range Sections() {
 		if !slices.Contains(opts.Only, name) {

@@ -38,6 +38,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	r.machineMD(p)
 	r.targetsMD(p)
 	r.sectionsMD(p)
+	r.loadedMD(p)
 	r.detectionMD(p)
 	r.falseAlarmsMD(p)
 	r.driverMD(p)

@@ -104,7 +104,7 @@ func TestStart_DockerNotBuilt(t *testing.T) {
 func TestCheckLoopback_Addresses(t *testing.T) {
 	t.Parallel()
 	for addr, ok := range map[string]bool{
-		"127.0.0.1:8080": true, "127.9.9.9:1": true, "[::1]:80": true, "localhost:5432": true, "LOCALHOST:1": true,
+		"127.0.0.1:8080": true, "127.9.9.9:1": true, "[::1]:80": true, "localhost:5432": false, "LOCALHOST:1": false,
 		"10.0.0.5:8080": false, "[2001:db8::1]:80": false, "example.com:80": false, "0.0.0.0:80": false,
 	} {
 		err := env.CheckLoopback(addr)
@@ -124,12 +124,12 @@ func TestStartExternal_RefusesNonLoopbackTarget(t *testing.T) {
 	if !errors.As(err, &nl) || nl.Addr != "10.0.0.5:8080" {
 		t.Fatalf("StartExternal: %v, want NotLoopbackError for 10.0.0.5:8080", err)
 	}
-	if !strings.Contains(err.Error(), "target 10.0.0.5:8080 is not a loopback address; pass --allow-remote to send traffic there") {
+	if !strings.Contains(err.Error(), "--target 10.0.0.5:8080 is not a loopback address; pass --allow-remote to send traffic there") {
 		t.Fatalf("message: %v", err)
 	}
-	_, err = env.StartExternal(context.Background(), env.ExternalConfig{ServiceURL: "http://127.0.0.1:8080", DatabaseAddr: "db.internal:5432"})
-	if !errors.Is(err, env.ErrNotLoopback) {
-		t.Fatalf("remote database address: %v, want ErrNotLoopback", err)
+	_, err = env.StartExternal(context.Background(), env.ExternalConfig{ServiceURL: "http://127.0.0.1:8080", DatabaseAddr: "10.0.0.6:5432"})
+	if !errors.Is(err, env.ErrNotLoopback) || !strings.Contains(err.Error(), "--db-addr 10.0.0.6:5432") {
+		t.Fatalf("remote database address: %v, want ErrNotLoopback naming --db-addr", err)
 	}
 }
 

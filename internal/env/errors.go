@@ -30,11 +30,24 @@ var ErrUnknownKind = errors.New("unknown environment kind")
 type NotLoopbackError struct {
 	// Addr is the refused host:port.
 	Addr string
+	// Setting is where it came from, e.g. "--target", "--db-addr",
+	// "effects.url" ("" for a target).
+	Setting string
+	// Resolved is the non-loopback address a name resolved to ("" when
+	// Addr itself is one).
+	Resolved string
 }
 
 // Error says what was refused and how to allow it.
 func (e *NotLoopbackError) Error() string {
-	return fmt.Sprintf("target %s is not a loopback address; pass --allow-remote to send traffic there", e.Addr)
+	setting := e.Setting
+	if setting == "" {
+		setting = "target"
+	}
+	if e.Resolved != "" {
+		return fmt.Sprintf("%s %s resolves to %s, which is not a loopback address; pass --allow-remote to send traffic there", setting, e.Addr, e.Resolved)
+	}
+	return fmt.Sprintf("%s %s is not a loopback address; pass --allow-remote to send traffic there", setting, e.Addr)
 }
 
 // Is makes errors.Is(err, [ErrNotLoopback]) true.

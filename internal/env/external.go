@@ -35,6 +35,8 @@ type ExternalConfig struct {
 	ToxiproxyURL string
 	// DialTimeout bounds the reachability check. Zero means 5s.
 	DialTimeout time.Duration
+	// Resolver resolves host names (nil: the system's); see [ResolveLoopback].
+	Resolver Resolver
 
 	_ struct{}
 }
@@ -67,25 +69,31 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 	if err != nil || target.Host == "" || (target.Scheme != "http" && target.Scheme != "https") {
 		return nil, fmt.Errorf("external env: service URL %q: want http(s)://host:port", cfg.ServiceURL)
 	}
-	serviceAddr := hostPort(target)
-	addrs := []string{serviceAddr}
+	// Refuse before sending a single packet anywhere, and from then on
+	// connect to the addresses checked, never to the name again.
+	svcAddrs, err := checked(ctx, cfg, hostPort(target), "--target")
+	if err != nil {
+		return nil, fmt.Errorf("external env: %w", err)
+	}
+	var dbAddrs []string
 	if cfg.DatabaseAddr != "" {
-		addrs = append(addrs, cfg.DatabaseAddr)
-	}
-	// Refuse before sending a single packet anywhere.
-	if !cfg.AllowRemote {
-		for _, a := range addrs {
-			if err := CheckLoopback(a); err != nil {
-				return nil, fmt.Errorf("external env: %w", err)
-			}
-		}
-	}
-	for _, a := range addrs {
-		if err := CheckReachable(ctx, a, cfg.DialTimeout); err != nil {
+		if dbAddrs, err = checked(ctx, cfg, cfg.DatabaseAddr, "--db-addr"); err != nil {
 			return nil, fmt.Errorf("external env: %w", err)
 		}
 	}
-	e := &External{target: target, dsn: cfg.DSN}
+	serviceAddr, err := reachable(ctx, cfg, hostPort(target), svcAddrs)
+	if err != nil {
+		return nil, fmt.Errorf("external env: %w", err)
+	}
+	dbAddr := ""
+	if cfg.DatabaseAddr != "" {
+		if dbAddr, err = reachable(ctx, cfg, cfg.DatabaseAddr, dbAddrs); err != nil {
+			return nil, fmt.Errorf("external env: %w", err)
+		}
+	}
+	pinned := *target
+	pinned.Host = serviceAddr
+	e := &External{target: &pinned, dsn: cfg.DSN}
 	if cfg.ToxiproxyURL != "" {
 		if e.proxies, err = proxy.Connect(ctx, cfg.ToxiproxyURL); err != nil {
 			return nil, fmt.Errorf("external env: %w", err)
@@ -98,16 +106,45 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 		_ = e.proxies.Close(context.Background())
 		return nil, fmt.Errorf("external env: %w", err)
 	}
-	proxied := *target
+	proxied := pinned
 	proxied.Host = listen
 	e.serviceURL = proxied.String()
 	if cfg.DatabaseAddr != "" {
-		if e.dbAddr, err = e.proxies.CreateProxy(ctx, DatabaseProxy, cfg.DatabaseListen, cfg.DatabaseAddr); err != nil {
+		if e.dbAddr, err = e.proxies.CreateProxy(ctx, DatabaseProxy, cfg.DatabaseListen, dbAddr); err != nil {
 			_ = e.proxies.Close(context.Background())
 			return nil, fmt.Errorf("external env: %w", err)
 		}
 	}
 	return e, nil
+}
+
+// checked applies the loopback rule to addr (unless remote targets are
+// allowed) and returns the addresses to connect to.
+func checked(ctx context.Context, cfg ExternalConfig, addr, setting string) ([]string, error) {
+	if cfg.AllowRemote {
+		return []string{addr}, nil
+	}
+	return ResolveLoopback(ctx, cfg.Resolver, addr, setting)
+}
+
+// reachable returns the first of addr's checked addresses that accepts a
+// connection.
+func reachable(ctx context.Context, cfg ExternalConfig, addr string, addrs []string) (string, error) {
+	var first error
+	for _, a := range addrs {
+		err := CheckReachable(ctx, a, cfg.DialTimeout)
+		if err == nil {
+			return a, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	var ur *UnreachableError
+	if errors.As(first, &ur) {
+		ur.Addr = addr
+	}
+	return "", first
 }
 
 // hostPort is the URL's host:port with the scheme's default port filled in.
@@ -121,22 +158,60 @@ func hostPort(u *url.URL) string {
 	return net.JoinHostPort(u.Hostname(), "80")
 }
 
-// CheckLoopback returns a [*NotLoopbackError] unless addr's host is
-// "localhost" or a loopback IP (127.0.0.0/8, ::1). Other names are refused
-// rather than resolved: what a name resolves to can change under us.
+// Resolver looks up the addresses of a host name; [net.DefaultResolver]
+// implements it, and tests inject another (an /etc/hosts that maps
+// "localhost" off the machine).
+type Resolver interface {
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+// CheckLoopback returns a [*NotLoopbackError] unless addr's host is a
+// loopback IP (127.0.0.0/8, ::1). A name is refused here: only
+// [ResolveLoopback] can tell where it leads.
 func CheckLoopback(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		host = addr
 	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil && ip.IsLoopback() {
 		return nil
 	}
 	return &NotLoopbackError{Addr: addr}
+}
+
+// ResolveLoopback resolves addr's host with r (nil: the system's resolver)
+// and returns every address it leads to as host:port, refusing (with a
+// [*NotLoopbackError] naming setting, e.g. "--db-addr") unless each one is
+// loopback: a name is trusted for what it resolves to, never for what it
+// says ("localhost" mapped elsewhere in /etc/hosts would send traffic off
+// the machine). Callers connect to the returned addresses, so a later
+// lookup cannot lead somewhere else.
+func ResolveLoopback(ctx context.Context, r Resolver, addr, setting string) ([]string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: want host:port: %w", setting, addr, err)
+	}
+	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
+		if !ip.IsLoopback() {
+			return nil, &NotLoopbackError{Addr: addr, Setting: setting}
+		}
+		return []string{net.JoinHostPort(ip.String(), port)}, nil
+	}
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	ips, err := r.LookupIPAddr(ctx, host)
+	if err != nil || len(ips) == 0 {
+		return nil, fmt.Errorf("%s %s: cannot resolve %q, so it cannot be shown to be loopback: %v", setting, addr, host, err)
+	}
+	out := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		if !ip.IP.IsLoopback() {
+			return nil, &NotLoopbackError{Addr: addr, Setting: setting, Resolved: ip.IP.String()}
+		}
+		out = append(out, net.JoinHostPort(ip.IP.String(), port))
+	}
+	return out, nil
 }
 
 // CheckReachable dials addr over TCP with a deadline (timeout, or 5s if
@@ -159,7 +234,8 @@ func (e *External) Kind() Kind { return KindExternal }
 // Proxies implements [Env].
 func (e *External) Proxies() proxy.Server { return e.proxies }
 
-// TargetURL is the service's own URL, without the proxy.
+// TargetURL is the service's own URL, without the proxy, its host the
+// checked address the name resolved to.
 func (e *External) TargetURL() string { return e.target.String() }
 
 // ServiceURL is the service's URL through the harness's proxy: send traffic

@@ -46,12 +46,16 @@ type Process struct {
 
 	mu  sync.Mutex
 	cur *incarnation
+	// up is closed, and replaced, each time an incarnation becomes ready:
+	// what [Process.WaitUp] waits on while the process is down.
+	up chan struct{}
 }
 
 // incarnation is one run of the process.
 type incarnation struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed after wait(2)
+	ready   bool          // passed its readiness check (guarded by Process.mu)
 	err     error         // valid after exited
 	outDone chan struct{} // closed when the output pipe hits EOF
 
@@ -73,7 +77,7 @@ const keepLines = 1000
 // readiness check times out, it is killed and the error (with the tail of
 // its log) is returned.
 func Start(ctx context.Context, spec Spec) (*Process, error) {
-	p := &Process{spec: spec}
+	p := &Process{spec: spec, up: make(chan struct{})}
 	if err := p.start(ctx); err != nil {
 		return nil, err
 	}
@@ -90,6 +94,7 @@ func (p *Process) start(ctx context.Context) error {
 	p.cur = in
 	p.mu.Unlock()
 	if p.spec.Ready == nil {
+		p.markUp(in)
 		return nil
 	}
 	timeout := p.spec.ReadyTimeout
@@ -100,6 +105,7 @@ func (p *Process) start(ctx context.Context) error {
 	defer cancel()
 	err = p.spec.Ready.wait(rctx, in)
 	if err == nil {
+		p.markUp(in)
 		return nil
 	}
 	in.kill()
@@ -110,6 +116,39 @@ func (p *Process) start(ctx context.Context) error {
 		return fmt.Errorf("start %s: %w after %v: %s", p.spec.Path, ErrReadyTimeout, timeout, p.logTail())
 	}
 	return fmt.Errorf("start %s: %w", p.spec.Path, err)
+}
+
+// markUp says in passed its readiness check and wakes [Process.WaitUp].
+func (p *Process) markUp(in *incarnation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	in.ready = true
+	close(p.up)
+	p.up = make(chan struct{})
+}
+
+// WaitUp returns once the process runs and has passed its readiness check:
+// at once when it does, after the restart when it is down, or with ctx's
+// error when ctx ends first (a process nobody restarts stays down).
+func (p *Process) WaitUp(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		in, up := p.cur, p.up
+		ready := in.ready
+		p.mu.Unlock()
+		if ready {
+			select {
+			case <-in.exited:
+			default:
+				return nil
+			}
+		}
+		select {
+		case <-up:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // launch execs the process with its output going through a pipe into the

@@ -240,3 +240,34 @@ func TestProcess_DiesWithSIGKILLedHarness(t *testing.T) {
 	// parent-death SIGKILL to take effect.
 	proctest.WaitGone(t, pid, 10*time.Second, fmt.Sprintf("child %d survived its SIGKILLed harness", pid))
 }
+
+// WaitUp returns at once for a running process, blocks while it is down,
+// returns once a restart made it ready, and gives up when its context ends.
+func TestProcess_WaitUpWaitsForTheRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, base := startHTTP(t)
+	if err := p.WaitUp(ctx); err != nil {
+		t.Fatalf("WaitUp on a running process: %v", err)
+	}
+	if err := p.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := p.WaitUp(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitUp on a dead process with a cancelled context: %v, want context.Canceled", err)
+	}
+	up := make(chan error, 1)
+	go func() { up <- p.WaitUp(ctx) }()
+	if err := p.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-up; err != nil {
+		t.Fatalf("WaitUp across the restart: %v", err)
+	}
+	// Up means it answers: the restart finished before WaitUp returned.
+	if pid, err := servedPID(base); err != nil || pid != p.PID() {
+		t.Fatalf("after WaitUp served pid %d, %v; want %d", pid, err, p.PID())
+	}
+}

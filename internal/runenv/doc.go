@@ -2,8 +2,9 @@
 // idemchaos keeps everything it creates (Postgres data directories, logs,
 // sockets), so that everything can be found again and removed.
 //
-// A run directory lives under a per-user base ([DefaultBase]: /dev/shm when it
-// is a tmpfs, the system temp directory otherwise) and carries a marker file
+// A run directory lives under a per-user base ([ChooseBase]: $IDEMCHAOS_RUNDIR
+// when set, /dev/shm when it is writable with room to spare, the system temp
+// directory otherwise) and carries a marker file
 // that is also an advisory lock (flock) held for the life of the run. Because
 // the kernel drops the lock when the owning process dies, however it dies, a
 // directory whose lock can be taken belongs to a dead run. [Open] reaps such
@@ -20,7 +21,8 @@
 //     the same signal.
 //   - [Shared], [CloseShared]: one lazily opened run per process, for test
 //     helpers that need a place to put things.
-//   - [Reap], [DefaultBase], [MarkerName]: the stale-run reaper;
+//   - [ChooseBase], [DefaultBase], [EnvRunDir], [ShmMinFree]: where runs go.
+//   - [Reap], [MarkerName]: the stale-run reaper;
 //     [KillServers] for one tree.
 //   - [ErrClosed].
 package runenv

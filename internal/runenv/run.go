@@ -30,11 +30,13 @@ type marker struct {
 
 // Options configures [Open]. The zero value is ready to use.
 type Options struct {
-	// Base is the parent of run directories. Empty means [DefaultBase].
+	// Base is the parent of run directories. Empty means [ChooseBase].
 	Base string
 	// NoReap skips reaping stale run directories under Base.
 	NoReap bool
-	// Logf, if set, receives one line per reaped directory.
+	// Logf, if set, receives one line per reaped directory, and the line
+	// saying that /dev/shm was passed over for lack of room (which goes to
+	// stderr when Logf is nil: the user must learn where the runs went).
 	Logf func(format string, args ...any)
 
 	_ struct{}
@@ -54,18 +56,6 @@ type Run struct {
 	done     chan struct{}
 }
 
-// DefaultBase is the per-user directory under which run directories are
-// created: /dev/shm/idemchaos-<uid> when /dev/shm is a writable directory (a
-// tmpfs makes Postgres clusters fast and cheap), else
-// $TMPDIR/idemchaos-<uid>.
-func DefaultBase() string {
-	name := fmt.Sprintf("idemchaos-%d", os.Geteuid())
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && syscall.Access("/dev/shm", 2 /* W_OK */) == nil {
-		return filepath.Join("/dev/shm", name)
-	}
-	return filepath.Join(os.TempDir(), name)
-}
-
 // Open reaps stale run directories under the base (unless opts.NoReap) and
 // creates a new run directory, locked by this process. The directory is mode
 // 0755 so that a server running as another OS user can reach the
@@ -73,7 +63,14 @@ func DefaultBase() string {
 func Open(ctx context.Context, opts Options) (*Run, error) {
 	base := opts.Base
 	if base == "" {
-		base = DefaultBase()
+		var note string
+		if base, note = ChooseBase(); note != "" {
+			if opts.Logf != nil {
+				opts.Logf("%s", note)
+			} else {
+				fmt.Fprintln(os.Stderr, "idemchaos:", note)
+			}
+		}
 	}
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return nil, fmt.Errorf("create run base: %w", err)
