@@ -60,6 +60,9 @@ be loopback unless --allow-remote.`,
   idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history run.jsonl -s my-api.yaml
   idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history run.jsonl --tenant-header X-Tenant-ID --redact Authorization,card_number`,
 		Args: cobra.NoArgs,
+		// A signal is how a recording ends: it answers for itself (130,
+		// with the history's path).
+		Annotations: map[string]string{signalStops: "true"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return m.runRecord(cmd, f)
 		},
@@ -84,14 +87,22 @@ func (m *Main) runRecord(cmd *cobra.Command, f recordFlags) error {
 	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
 		return usageError(fmt.Errorf("record: --upstream %q: want http://host:port", f.upstream))
 	}
+	host := up.Host
+	listen := f.listen
 	if !f.allowRemote {
-		for _, addr := range []string{up.Host, f.listen} {
-			if err := env.CheckLoopback(addr); err != nil {
-				return usageError(fmt.Errorf("record: %w", err))
-			}
+		// run's rule: every address a name resolves to must be loopback,
+		// and traffic goes to the address checked, not to a later lookup.
+		addrs, err := env.ResolveLoopback(cmd.Context(), nil, withPort(up), "--upstream")
+		if err != nil {
+			return usageError(fmt.Errorf("record: %w", err))
 		}
+		up = &url.URL{Scheme: up.Scheme, Host: addrs[0], Path: up.Path}
+		if addrs, err = env.ResolveLoopback(cmd.Context(), nil, f.listen, "--listen"); err != nil {
+			return usageError(fmt.Errorf("record: %w", err))
+		}
+		listen = addrs[0]
 	}
-	opts := recorder.Options{Upstream: up, KeyHeader: f.keyHeader, Redact: f.redact, Timeout: f.timeout, Scenario: "recording"}
+	opts := recorder.Options{Upstream: up, Host: host, KeyHeader: f.keyHeader, Redact: f.redact, Timeout: f.timeout, Scenario: "recording"}
 	if f.scenario != "" {
 		s, err := scenarios.Load(f.scenario)
 		if err != nil {
@@ -107,7 +118,7 @@ func (m *Main) runRecord(cmd *cobra.Command, f recordFlags) error {
 		name := f.tenantHeader
 		opts.Tenant = func(r *http.Request) string { return r.Header.Get(name) }
 	}
-	ln, err := net.Listen("tcp", f.listen)
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return usageError(fmt.Errorf("record: %w", err))
 	}
@@ -161,7 +172,18 @@ loop:
 		return usageError(fmt.Errorf("record: %w", serveErr))
 	}
 	fmt.Fprintf(errw, "check it: idemchaos check --effects SCENARIO.yaml %s\n", f.historyFile)
-	return &ExitError{Code: 130, Err: fmt.Errorf("interrupted: history kept: %s", f.historyFile)}
+	return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("interrupted: history kept: %s", f.historyFile)}
+}
+
+// withPort is the URL's host:port, the scheme's default port filled in.
+func withPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 // tokenTenant reads the tenant from the bearer token the way a scenario's

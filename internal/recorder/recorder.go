@@ -33,6 +33,10 @@ const MaxBody = 16 << 20
 type Options struct {
 	// Upstream is the service's base URL; the request's path is appended.
 	Upstream *url.URL
+	// Host is the Host header sent upstream (default Upstream.Host): when
+	// Upstream names the checked address a host name resolved to, Host
+	// keeps the name the service expects.
+	Host string
 	// KeyHeader is the idempotency-key header (default Idempotency-Key).
 	KeyHeader string
 	// Tenant names the tenant of a request (default [DefaultTenant]).
@@ -174,7 +178,10 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if out.Header.Get("User-Agent") == "" {
 		out.Header["User-Agent"] = nil // Go's default would be a lie about the client
 	}
-	out.Host = r.opts.Upstream.Host
+	out.Host = r.opts.Host
+	if out.Host == "" {
+		out.Host = r.opts.Upstream.Host
+	}
 	resp, err := r.client.Do(out)
 	if err != nil {
 		typ := history.TypeInfo

@@ -126,7 +126,9 @@ func (s *scaffold) findTarget() {
 	}
 	prefix := strings.TrimRight(u.Path, "/")
 	s.path = prefix
-	if env.CheckLoopback(u.Host) != nil {
+	// "localhost" is kept as written: run resolves it and refuses it if it
+	// leads off the machine.
+	if !strings.EqualFold(u.Hostname(), "localhost") && env.CheckLoopback(u.Host) != nil {
 		s.targetWhy = fmt.Sprintf("the document's server is %s://%s, not this machine: idemchaos sends faults and load only to loopback; run a copy of the service here (or pass --target)", u.Scheme, u.Host)
 		return
 	}
