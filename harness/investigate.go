@@ -50,6 +50,9 @@ type Investigation struct {
 	Invariant string
 	// PlanPath is where the shrunk plan was saved ("" = not saved).
 	PlanPath string
+	// Partial is the history of the re-run that ctx cut short ("" for
+	// none). An interrupted investigation classifies nothing.
+	Partial string
 }
 
 // Investigate classifies and shrinks a run that failed with a violation (o
@@ -88,6 +91,12 @@ func (r *Runner) Investigate(ctx context.Context, o *Outcome, opts RunOptions, i
 		fails, ran := 1, 1
 		for i := 0; i < reruns && ctx.Err() == nil; i++ {
 			again, err := r.Run(ctx, o.Scenario, opts)
+			if ctx.Err() != nil {
+				if again != nil {
+					inv.Partial = again.HistoryPath
+				}
+				return inv
+			}
 			if err != nil {
 				break
 			}
@@ -97,8 +106,7 @@ func (r *Runner) Investigate(ctx context.Context, o *Outcome, opts RunOptions, i
 			}
 		}
 		if ctx.Err() != nil {
-			// Re-runs cut short classify nothing: say nothing rather than guess.
-			return Investigation{Invariant: inv.Invariant}
+			return inv
 		}
 		inv.Reproducible = fails == ran
 		kind := "reproducible"

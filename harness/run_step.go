@@ -126,7 +126,11 @@ func (r router) Route(ctx context.Context, a driver.AttemptInfo) (driver.Route, 
 		return driver.Route{}, nil
 	}
 	rt, err := aimed.Route(ctx, r.w, faults.Attempt{Op: a.Op, Intent: a.Intent.ID, Tenant: a.Intent.Tenant, Key: a.Key, Number: a.Attempt, Click: a.Click})
-	return driver.Route{BaseURL: rt.BaseURL, Fresh: rt.Fresh, Done: rt.Done}, err
+	if err != nil {
+		// The driver records the op as not sent, with this reason.
+		return driver.Route{}, fmt.Errorf("fault %s could not route op %d: %w", r.faults[i].spec.Kind, a.Op, err)
+	}
+	return driver.Route{BaseURL: rt.BaseURL, Fresh: rt.Fresh, Done: rt.Done}, nil
 }
 
 func inFlightStatus(s *scenarios.Scenario) int {

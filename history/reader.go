@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 )
@@ -73,6 +74,11 @@ func (r *Reader) nextValue() (*fastjson.Value, error) {
 func (r *Reader) nextLine() (raw []byte, complete bool, err error) {
 	for {
 		raw, complete, err = r.readLine()
+		if r.line == 1 {
+			// Editors on Windows start UTF-8 files with a byte order mark;
+			// it says nothing about the events, so the reader accepts it.
+			raw = bytes.TrimPrefix(raw, utf8BOM)
+		}
 		if err != nil || len(bytes.TrimSpace(raw)) > 0 {
 			return raw, complete, err
 		}
@@ -86,9 +92,51 @@ func (r *Reader) parse(raw []byte, complete bool) (*fastjson.Value, error) {
 		if !complete {
 			return nil, &LineError{Line: r.line, Msg: "truncated: the last line ends without a newline and is not complete JSON", Err: ErrTruncated}
 		}
-		return nil, &LineError{Line: r.line, Msg: "not valid JSON: " + perr.Error(), Err: perr}
+		if d := nesting(raw); d > fastjson.MaxDepth {
+			return nil, &LineError{Line: r.line, Msg: fmt.Sprintf("JSON nested %d levels deep; at most %d are read (an event needs 3)", d, fastjson.MaxDepth), Err: perr}
+		}
+		return nil, &LineError{Line: r.line, Msg: "not valid JSON: " + clip(perr.Error(), maxParseMsg), Err: perr}
 	}
 	return v, nil
+}
+
+var utf8BOM = []byte("\ufeff")
+
+// maxParseMsg bounds the parser's message in a [LineError]: it quotes the
+// unparsed tail of the line, which may be megabytes long.
+const maxParseMsg = 120
+
+// clip shortens s to at most n bytes, on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// nesting returns the deepest nesting of objects and arrays in a JSON
+// line, skipping strings; it is only asked after a parse failed.
+func nesting(b []byte) int {
+	depth, deepest, inStr := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inStr && c == '\\':
+			i++
+		case c == '"':
+			inStr = !inStr
+		case inStr:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // decode fills e from v and applies the rules of the stream: the first event

@@ -66,6 +66,9 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium makes directories of its own in $TMPDIR and never
+		// removes them; give it one that the test removes.
+		chromedp.Env("TMPDIR="+shortTempDir(t)),
 		chromedp.WindowSize(1280, 900),
 	)
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
@@ -73,6 +76,19 @@ func browser(t *testing.T) context.Context {
 	bctx, bcancel := chromedp.NewContext(actx)
 	t.Cleanup(bcancel)
 	return bctx
+}
+
+// shortTempDir is a temp dir removed after the test, with a short path:
+// Chromium puts a unix socket in it, and t.TempDir's paths can be longer
+// than a socket path may be (108 bytes).
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // pageLog collects what the page said and asked for while it loaded.

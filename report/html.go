@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"embed"
@@ -121,10 +122,59 @@ func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 			}
 		}
 	}
-	if err := pageTmpl.Execute(w, p); err != nil {
+	var buf bytes.Buffer
+	if err := pageTmpl.Execute(&buf, p); err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	if _, err := w.Write(printable(buf.Bytes())); err != nil {
 		return fmt.Errorf("write html report: %w", err)
 	}
 	return nil
+}
+
+// printable returns page as valid UTF-8 without control characters other
+// than tab, newline and carriage return: html/template escapes markup but
+// passes through whatever bytes a service put in a body or a header, and a
+// browser shows a page that is not UTF-8 as mojibake, or not at all. A byte
+// that is not UTF-8 and a C1 control become U+FFFD; a C0 control or DEL
+// becomes its visible Control Picture (␀, ␁, … ␡), so the reader sees it
+// was there.
+func printable(page []byte) []byte {
+	clean := true
+	for i := 0; i < len(page) && clean; {
+		r, n := utf8.DecodeRune(page[i:])
+		clean = !badRune(r, n)
+		i += n
+	}
+	if clean {
+		return page
+	}
+	out := make([]byte, 0, len(page)+64)
+	for i := 0; i < len(page); {
+		r, n := utf8.DecodeRune(page[i:])
+		switch {
+		case !badRune(r, n):
+			out = append(out, page[i:i+n]...)
+		case r < 0x20:
+			out = utf8.AppendRune(out, 0x2400+r)
+		case r == 0x7f:
+			out = utf8.AppendRune(out, 0x2421)
+		default:
+			out = utf8.AppendRune(out, utf8.RuneError)
+		}
+		i += n
+	}
+	return out
+}
+
+func badRune(r rune, n int) bool {
+	switch {
+	case r == utf8.RuneError && n <= 1:
+		return true
+	case r == '\t' || r == '\n' || r == '\r':
+		return false
+	}
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f)
 }
 
 type page struct {
@@ -174,6 +224,8 @@ func runStatus(run Run) string {
 	switch {
 	case run.Error != "":
 		return "error"
+	case run.Met && run.Expect == "caught":
+		return "caught"
 	case run.Met:
 		return "pass"
 	}

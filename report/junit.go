@@ -53,13 +53,18 @@ func WriteJUnit(w io.Writer, rep Report) error {
 		if run.Error != "" {
 			s.Cases = append(s.Cases, junitCase{Name: "run", Classname: class, Error: &junitProblem{Message: run.Error, Type: "setup"}})
 		}
+		if run.Expect == "caught" && !run.Met && run.Error == "" {
+			s.Cases = append(s.Cases, junitCase{Name: "caught", Classname: class, Failure: &junitProblem{
+				Message: "mutant " + run.Mutant + " not caught: no invariant was violated", Type: "missed"}})
+		}
 		for _, st := range run.Steps {
 			for _, iv := range st.Invariants {
 				c := junitCase{Name: iv.Name, Classname: class, SystemOut: fmt.Sprintf("checked %d; history %s; replay: %s", iv.Checked, run.History, run.Replay)}
 				if st.Name != "" && len(run.Steps) > 1 {
 					c.Name = st.Name + "/" + iv.Name
 				}
-				expected := st.Expect == iv.Name
+				// A demo run against a mutant expects a catch: any violation.
+				expected := st.Expect == iv.Name || (run.Expect == "caught" && iv.Verdict == "violation")
 				switch {
 				case iv.Verdict == "violation" && !expected:
 					var msgs []string

@@ -21,6 +21,9 @@ type Report struct {
 	Runs     []Run  `json:"runs"`
 	// Matrix is set by demo.
 	Matrix *Matrix `json:"matrix,omitempty"`
+	// Error says why the command failed after its runs (an output file
+	// that could not be written); ExitCode is then 3.
+	Error string `json:"error,omitempty"`
 }
 
 // Run is one scenario run (or one checked history file).
@@ -34,6 +37,9 @@ type Run struct {
 	Requests  int64   `json:"requests"`
 	Verdict   string  `json:"verdict"`
 	Met       bool    `json:"met"` // every step did what it expected
+	// Expect is "caught" for a demo run against a mutant: a violation of
+	// any invariant is then the expected outcome, and met says one came.
+	Expect string `json:"expect,omitempty"`
 	Steps     []Step  `json:"steps"`
 	Replay    string  `json:"replay,omitempty"`
 	Repro     string  `json:"reproducibility,omitempty"` // "reproducible (3/3)" or "intermittent (1/3)"

@@ -21,7 +21,9 @@ func (t *tree) checkSemantics() {
 	if _, ok := t.val.(map[string]any); !ok {
 		return
 	}
+	t.checkName()
 	t.checkTarget()
+	t.checkURL("/effects/url", "effects.url")
 	t.checkFaults("/faults")
 	t.checkContract()
 	t.checkEffects()
@@ -93,7 +95,7 @@ func (t *tree) dur(p string, def time.Duration) time.Duration {
 func (t *tree) isURLTarget() bool { return t.has("/target/url") && !t.has("/target/reference") }
 
 func (t *tree) checkTarget() {
-	if raw, ok := t.str("/target/url"); ok && t.isURLTarget() && httpURL.MatchString(raw) {
+	if raw, ok := t.str("/target/url"); ok && t.isURLTarget() && httpURL.MatchString(raw) && t.checkURL("/target/url", "target.url") {
 		u, err := url.Parse(raw)
 		if err != nil || u.Host == "" {
 			t.errorf(t.posOf("/target/url"), "target.url: %q is not an http:// or https:// URL with a host", raw)
@@ -268,6 +270,7 @@ func (t *tree) checkEndpoint() {
 			}
 		}
 	}
+	t.checkPath()
 	if s, ok := t.str("/endpoint/key_header"); ok && strings.EqualFold(s, "authorization") {
 		t.errorf(t.posOf("/endpoint/key_header"), "endpoint.key_header: Authorization carries the tenant's token; choose another header")
 	}
@@ -276,6 +279,7 @@ func (t *tree) checkEndpoint() {
 // checkTraffic checks one traffic mapping at p; base is where the values
 // it does not set come from (the scenario's traffic, for a step).
 func (t *tree) checkTraffic(p, base string) {
+	t.checkBudget(p, base)
 	pick := func(key string, def time.Duration) (time.Duration, string) {
 		// "0" is the default, as everywhere.
 		if t.has(p + "/" + key) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,6 +43,9 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 			}
 			suite, err := scenarios.Bundled()
 			if err != nil {
+				return usageError(err)
+			}
+			if err := out.check(2); err != nil {
 				return usageError(err)
 			}
 			ctx := cmd.Context()
@@ -89,22 +93,9 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 				}
 				return usageError(err)
 			}
-			var runs []report.Run
-			var outcomes []*harness.Outcome
-			for _, row := range append([]harness.MatrixRow{matrix.Reference}, matrix.Mutants...) {
-				for _, o := range row.Runs {
-					if row.Mutant == "" && o.Met() {
-						continue // the summary lists what needs reading: failures and catches
-					}
-					if row.Mutant != "" && len(o.Caught()) == 0 {
-						continue
-					}
-					runs = append(runs, report.FromOutcome(o))
-					outcomes = append(outcomes, o)
-				}
-			}
+			runs, outcomes := demoRuns(matrix)
 			// The matrix is the summary; --json, --junit and --report carry
-			// every catch and every unclean reference run in detail.
+			// every run in detail, with demo semantics (see demoRuns).
 			rep := report.New(runs)
 			rep.Matrix = report.FromMatrix(matrix)
 			rep.ExitCode, rep.Verdict = 0, "pass"
@@ -136,4 +127,52 @@ func lastRun(m *harness.Matrix) *harness.Outcome {
 		}
 	}
 	return nil
+}
+
+// demoRuns are the runs demo reports, with demo semantics: what was
+// expected of a run is met, whatever its verdict. Every run against the
+// correct reference is listed (met when clean); for a mutant, the run that
+// caught it (violated the invariant its pitfall trips) is listed with
+// Expect "caught" and met — a catch is the demo
+// working, not a failure — and a mutant no scenario caught lists all its
+// runs, not met. The runs of a caught mutant that did not catch it are left
+// out: the suite moves on to the next scenario by design. The histories of
+// the met runs move to the pruned directory (see settlePassed).
+func demoRuns(m *harness.Matrix) ([]report.Run, []*harness.Outcome) {
+	type pick struct {
+		o      *harness.Outcome
+		expect string
+		met    bool
+		listed bool
+	}
+	var picks []pick
+	for _, o := range m.Reference.Runs {
+		picks = append(picks, pick{o, "", o.Met(), true})
+	}
+	for _, row := range m.Mutants {
+		for _, o := range row.Runs {
+			caught := row.Expected == "" && len(o.Caught()) > 0 || slices.Contains(o.Caught(), row.Expected)
+			// A caught mutant's other runs are met too: not catching is
+			// what a scenario aimed at another pitfall does.
+			picks = append(picks, pick{o, "caught", caught || row.Caught, caught || !row.Caught})
+		}
+	}
+	all := make([]*harness.Outcome, len(picks))
+	met := make([]bool, len(picks))
+	for i, p := range picks {
+		all[i], met[i] = p.o, p.met
+	}
+	settlePassed(all, met, nil)
+	var runs []report.Run
+	var outcomes []*harness.Outcome
+	for _, p := range picks {
+		if !p.listed || p.o == nil {
+			continue
+		}
+		run := report.FromOutcome(p.o)
+		run.Expect, run.Met = p.expect, p.met
+		runs = append(runs, run)
+		outcomes = append(outcomes, p.o)
+	}
+	return runs, outcomes
 }

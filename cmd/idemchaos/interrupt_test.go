@@ -18,7 +18,9 @@ func TestRun_InterruptKeepsHistoryAndCleansUp(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	runDirs := func() map[string]bool {
-		dirs, _ := filepath.Glob(filepath.Join("/dev/shm", "idemchaos-*", "run-*"))
+		// Only this process's run directories: other test binaries (go test
+		// runs packages in parallel) start and end runs of their own.
+		dirs, _ := filepath.Glob(filepath.Join("/dev/shm", "idemchaos-*", "run-"+strconv.Itoa(os.Getpid())+"-*"))
 		m := map[string]bool{}
 		for _, d := range dirs {
 			m[d] = true

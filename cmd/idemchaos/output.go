@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,19 +30,111 @@ func (o *outputFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&o.html, "report", "", "write a self-contained HTML report with a timeline per violating key")
 }
 
-// write prints the summary (or JSON) and writes the requested files.
-func (o *outputFlags) write(cmd *cobra.Command, rep report.Report, outcomes []*harness.Outcome) error {
-	if o.history != "" {
-		if err := keepHistories(o.history, outcomes, rep.Runs); err != nil {
-			return usageError(err)
+// check finds, before any traffic is sent, an output path that cannot be
+// written: a run of minutes must not end in "permission denied". runs is
+// how many histories --history will hold (a directory when more than one).
+func (o *outputFlags) check(runs int) error {
+	if _, err := keepPassed(); err != nil {
+		return err
+	}
+	for _, f := range []struct{ flag, path string }{{"--junit", o.junit}, {"--report", o.html}} {
+		if f.path == "" {
+			continue
 		}
+		if err := probeFile(f.path); err != nil {
+			return fmt.Errorf("%s %s: cannot write there: %w", f.flag, f.path, unwrapPath(err))
+		}
+	}
+	if o.history == "" {
+		return nil
+	}
+	err := probeFile(o.history)
+	if runs > 1 {
+		err = probeDir(o.history)
+	}
+	if err != nil {
+		return fmt.Errorf("--history %s: cannot write there: %w", o.history, unwrapPath(err))
+	}
+	return nil
+}
+
+// probeFile checks that path can be created or overwritten, leaving no
+// file behind that was not there.
+func probeFile(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return errors.New("it is a directory")
+	}
+	_, statErr := os.Lstat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	if os.IsNotExist(statErr) {
+		return os.Remove(path)
+	}
+	return nil
+}
+
+// probeDir checks that files can be created in dir (made if missing).
+func probeDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".idemchaos-probe-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// unwrapPath drops the *PathError's repetition of the path the message
+// already names.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// write writes the requested files, then prints the summary (or JSON). A
+// file that cannot be written makes the command an error (exit 3), and the
+// JSON printed after says so: its exit_code is always the process's.
+func (o *outputFlags) write(cmd *cobra.Command, rep report.Report, outcomes []*harness.Outcome) error {
+	var failed error
+	fail := func(flag, path string, err error) {
+		if failed == nil && err != nil {
+			failed = fmt.Errorf("%s %s: %w", flag, path, err)
+		}
+	}
+	met := make([]bool, len(outcomes))
+	for i := range met {
+		met[i] = i < len(rep.Runs) && rep.Runs[i].Met && rep.Runs[i].Error == ""
+	}
+	settlePassed(outcomes, met, rep.Runs)
+	if keep, err := keepPassed(); err == nil {
+		prunePassed(keep, outcomes)
+	}
+	if o.history != "" {
+		fail("--history", o.history, keepHistories(o.history, outcomes, rep.Runs))
+	}
+	if o.junit != "" {
+		fail("--junit", o.junit, writeOutput(o.junit, func(w io.Writer) error { return report.WriteJUnit(w, rep) }))
+	}
+	if o.html != "" {
+		fail("--report", o.html, writeOutput(o.html, func(w io.Writer) error { return writeHTMLReport(w, rep, outcomes) }))
+	}
+	if failed != nil {
+		rep.ExitCode, rep.Error = ExitUsage, failed.Error()
 	}
 	out := cmd.OutOrStdout()
 	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
-			return err
+			return usageError(err)
 		}
 	} else {
 		if rep.Matrix != nil {
@@ -49,19 +142,12 @@ func (o *outputFlags) write(cmd *cobra.Command, rep report.Report, outcomes []*h
 		} else {
 			report.WriteText(out, rep)
 		}
-	}
-	if o.junit != "" {
-		if err := writeOutput(o.junit, func(w io.Writer) error { return report.WriteJUnit(w, rep) }); err != nil {
-			return usageError(err)
-		}
-	}
-	if o.html != "" {
-		if err := writeOutput(o.html, func(w io.Writer) error { return writeHTMLReport(w, rep, outcomes) }); err != nil {
-			return usageError(err)
-		}
-		if !o.json {
+		if o.html != "" && failed == nil {
 			fmt.Fprintf(out, "report: %s\n", o.html)
 		}
+	}
+	if failed != nil {
+		return usageError(failed)
 	}
 	return nil
 }
@@ -109,10 +195,4 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, b, 0o644)
-}
-
-// historyDirFor is where runs write their histories: a directory of their
-// own under the system temp dir, which outlives the run.
-func historyDirFor(string) string {
-	return filepath.Join(os.TempDir(), "idemchaos-histories")
 }

@@ -106,11 +106,14 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	var plans map[int]harness.Plan
 	if f.plan != "" {
-		p, err := harness.ReadPlan(f.plan)
+		p, err := readPlan(f.plan, ss)
 		if err != nil {
 			return usageError(err)
 		}
 		plans = map[int]harness.Plan{0: p}
+	}
+	if err := f.out.check(len(ss)); err != nil {
+		return usageError(err)
 	}
 	ctx := cmd.Context()
 	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: kind, TargetURL: targetURL, AllowRemote: f.allowRemote,
@@ -160,6 +163,9 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 			if ctx.Err() != nil {
 				// A classification from re-runs cut short would be a guess.
 				fmt.Fprintf(cmd.ErrOrStderr(), "history kept: %s\n", o.HistoryPath)
+				if found.Partial != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "partial history kept: %s\n", found.Partial)
+				}
 				return errInterrupted()
 			}
 			run.Repro = found.Repro
