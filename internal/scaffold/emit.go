@@ -75,9 +75,13 @@ func (s *scaffold) main() File {
 		y.line(2, "traffic: {intents: 16, reuse: 0.4}", "")
 		y.line(2, "faults: []", "")
 	}
-	step("twins", "Two intents with byte-identical bodies and different keys are two effects: a service that deduplicates by body hash loses one.")
-	y.line(2, "traffic: {intents: 16, tenants: 1, collisions: 0.5}", "")
-	y.line(2, "faults: []", "")
+	if s.o.method == "POST" && s.hasBody {
+		step("twins", "Two intents with byte-identical bodies and different keys are two effects: a service that deduplicates by body hash loses one.")
+		y.line(2, "traffic: {intents: 16, tenants: 1, collisions: 0.5}", "")
+		y.line(2, "faults: []", "")
+	} else {
+		y.comment(1, fmt.Sprintf("No twins step: two %s requests with the same body to one path are one state, not two effects.", s.o.method))
+	}
 	if s.ten.multi {
 		step("cross-tenant", "Tenants pick keys independently, so two tenants can send the same key: keys are scoped by tenant, and no tenant may receive another's response.")
 		y.line(2, "traffic: {intents: 16, tenants: 3, shared_keys: 0.5}", "")

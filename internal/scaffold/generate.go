@@ -80,6 +80,7 @@ type scaffold struct {
 	con         contract
 	callback    *callbackOp
 	notes       []string
+	hasBody     bool // the operation documents a request body
 }
 
 func newScaffold(t *openapi3.T, o *operation, opts Options) (*scaffold, error) {
@@ -167,6 +168,7 @@ func (s *scaffold) findBody() {
 		s.body = "{}"
 		return
 	}
+	s.hasBody = true
 	var types []string
 	for mt := range rb.Value.Content {
 		types = append(types, mt)
