@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -112,11 +111,11 @@ func (m *Main) runRecord(cmd *cobra.Command, f recordFlags) error {
 		if opts.KeyHeader == "" {
 			opts.KeyHeader = s.Endpoint.KeyHeader
 		}
-		opts.Tenant = tokenTenant(s.Endpoint.Tokens)
+		opts.Tenant = recorder.ScenarioTenant(s.Endpoint)
 	}
 	if f.tenantHeader != "" {
 		name := f.tenantHeader
-		opts.Tenant = func(r *http.Request) string { return r.Header.Get(name) }
+		opts.Tenant = func(r *http.Request, _ []byte) string { return r.Header.Get(name) }
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -184,22 +183,4 @@ func withPort(u *url.URL) string {
 		return net.JoinHostPort(u.Hostname(), "443")
 	}
 	return net.JoinHostPort(u.Hostname(), "80")
-}
-
-// tokenTenant reads the tenant from the bearer token the way a scenario's
-// run sends it (endpoint.tokens: tenant → token); an unknown token falls
-// back to [recorder.DefaultTenant].
-func tokenTenant(tokens map[string]string) func(*http.Request) string {
-	byToken := make(map[string]string, len(tokens))
-	for tenant, tok := range tokens {
-		byToken[tok] = tenant
-	}
-	return func(r *http.Request) string {
-		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-			if t, ok := byToken[tok]; ok {
-				return t
-			}
-		}
-		return recorder.DefaultTenant(r)
-	}
 }

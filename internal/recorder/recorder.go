@@ -39,8 +39,9 @@ type Options struct {
 	Host string
 	// KeyHeader is the idempotency-key header (default Idempotency-Key).
 	KeyHeader string
-	// Tenant names the tenant of a request (default [DefaultTenant]).
-	Tenant func(*http.Request) string
+	// Tenant names the tenant of a request, given its body (default
+	// [DefaultTenant]; [ScenarioTenant] reads it as a scenario sends it).
+	Tenant func(req *http.Request, body []byte) string
 	// Redact names headers, and JSON or form body fields, whose values are
 	// replaced by "[redacted]" in the history (case-insensitive; default
 	// [DefaultRedact]). The client and upstream see the real values.
@@ -106,7 +107,7 @@ func New(w *history.Writer, opts Options) (*Recorder, error) {
 // DefaultTenant tells tenants apart by their credentials without writing
 // them down: "auth-" and 8 hex digits of the Authorization header's
 // SHA-256 ("" without one).
-func DefaultTenant(req *http.Request) string {
+func DefaultTenant(req *http.Request, _ []byte) string {
 	a := req.Header.Get("Authorization")
 	if a == "" {
 		return ""
@@ -152,7 +153,7 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	op := r.ops.Add(1)
 	key := req.Header.Get(r.opts.KeyHeader)
-	_ = r.w.Write(&history.Event{Type: history.TypeInvoke, Op: op, Tenant: r.opts.Tenant(req), Key: key,
+	_ = r.w.Write(&history.Event{Type: history.TypeInvoke, Op: op, Tenant: r.opts.Tenant(req, body), Key: key,
 		Client: r.clientOf(req.RemoteAddr), NS: r.now(),
 		Req: &history.Request{Method: req.Method, Path: req.URL.Path, Headers: r.headers(req.Header), Body: r.redactBody(req.Header.Get("Content-Type"), body)}})
 

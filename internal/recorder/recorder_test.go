@@ -95,7 +95,7 @@ func TestRecord_OKForwardsAndRecords(t *testing.T) {
 		t.Fatalf("events %+v, want meta, invoke, ok", ev)
 	}
 	inv, ok := ev[1], ev[2]
-	if inv.Intent != "" || inv.Key != "k-1" || inv.Tenant != recorder.DefaultTenant(&http.Request{Header: http.Header{"Authorization": {"Bearer tok-a"}}}) || !strings.HasPrefix(inv.Tenant, "auth-") {
+	if inv.Intent != "" || inv.Key != "k-1" || inv.Tenant != recorder.DefaultTenant(&http.Request{Header: http.Header{"Authorization": {"Bearer tok-a"}}}, nil) || !strings.HasPrefix(inv.Tenant, "auth-") {
 		t.Errorf("invoke intent %q key %q tenant %q", inv.Intent, inv.Key, inv.Tenant)
 	}
 	if inv.Req.Path != "/v1/orders" || inv.Req.Method != "POST" {
@@ -182,7 +182,7 @@ func TestRecord_FormBodyRedactionAndTenantFunc(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
 	defer up.Close()
 	base, events := proxy(t, up.URL, recorder.Options{Redact: []string{"number"}, KeyHeader: "X-Key",
-		Tenant: func(r *http.Request) string { return r.Header.Get("X-Account") }})
+		Tenant: func(r *http.Request, _ []byte) string { return r.Header.Get("X-Account") }})
 	post(t, base, "/c", "amount=100&card[number]=4242", map[string]string{"Content-Type": "application/x-www-form-urlencoded", "X-Account": "acct_9", "X-Key": "k9"})
 	post(t, base, "/c", "amount=100", map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 	ev := events()
