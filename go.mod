@@ -17,6 +17,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	github.com/stretchr/testify v1.12.1
+	github.com/theory/jsonpath v0.12.3
 	github.com/valyala/fastjson v1.6.10
 	golang.org/x/sys v0.48.0
 	golang.org/x/text v0.42.0

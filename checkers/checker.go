@@ -108,42 +108,51 @@ func (r Result) Failures() []string {
 type Option func(*config)
 
 type config struct {
-	profile       Profile
-	headers       []string
-	decisionBound time.Duration
-	retentionGap  time.Duration
+	contract Contract
+	// maxTime bounds the work of the checks that can be quadratic in the
+	// attempts of one key; 0 is no bound (see [WithMaxTime]).
+	maxTime time.Duration
 }
 
 func newConfig(opts []Option) config {
-	c := config{
-		profile:       DefaultProfile(),
-		headers:       []string{"Content-Type"},
-		decisionBound: 5 * time.Second,
-		retentionGap:  30 * time.Second,
-	}
+	c := config{contract: DefaultContract().filled()}
 	for _, o := range opts {
 		o(&c)
 	}
 	return c
 }
 
-// WithProfile sets the status-code contract (default ietf).
-func WithProfile(p Profile) Option { return func(c *config) { c.profile = p } }
+// profile is the status-code contract in force.
+func (c *config) profile() Profile { return c.contract.Profile }
 
-// WithHeaders sets the response headers that must be byte-identical on a
-// replay, besides status and body (default: Content-Type only). The headers
-// must also be kept when the history is loaded ([history.LoadOptions]).
+// WithProfile sets the status-code contract (default ietf).
+func WithProfile(p Profile) Option { return func(c *config) { c.contract.Profile = p } }
+
+// WithHeaders sets the only response headers that must be identical on a
+// replay, besides status and body. Without it, every header the first
+// response carried is compared except [Contract.ReplayIgnore]. The headers
+// must also be kept when the history is loaded ([Contract.LoadOptions]).
 func WithHeaders(names ...string) Option {
-	return func(c *config) { c.headers = append([]string(nil), names...) }
+	return func(c *config) { c.contract.ReplayHeaders = append([]string{}, names...) }
 }
 
 // WithDecisionBound sets how long after faults heal a retried key may stay
 // undecided (default 5s).
-func WithDecisionBound(d time.Duration) Option { return func(c *config) { c.decisionBound = d } }
+func WithDecisionBound(d time.Duration) Option {
+	return func(c *config) { c.contract.DecisionBound = d }
+}
 
 // WithRetentionGap sets the gap between sequential attempts of one key past
 // which a duplicate is blamed on record retention (default 30s).
-func WithRetentionGap(d time.Duration) Option { return func(c *config) { c.retentionGap = d } }
+func WithRetentionGap(d time.Duration) Option { return func(c *config) { c.contract.RetentionGap = d } }
+
+// WithFingerprint sets how "the same payload" is judged: strict,
+// canonical or either (see [Contract.Fingerprint]).
+func WithFingerprint(mode string) Option { return func(c *config) { c.contract.Fingerprint = mode } }
+
+// WithMaxTime bounds the time a check may spend on the keys of one
+// history; keys it did not finish are reported unknown with the reason.
+func WithMaxTime(d time.Duration) Option { return func(c *config) { c.maxTime = d } }
 
 // Names lists the invariants of DESIGN §4 in their canonical order.
 func Names() []string {
@@ -198,8 +207,37 @@ func (a all) Name() string {
 }
 
 func (a all) Check(h *history.History, effects []history.Effect) Result {
-	r := Result{Name: a.Name()}
+	return a.checkIndex(newIndex(h, effects))
+}
+
+// WithDeadline returns c with a time budget for one Check: the checks that
+// compare the attempts of each key stop when it runs out, and call the keys
+// they did not reach unknown, with the reason. The budget is measured from
+// the start of Check.
+func WithDeadline(c Checker, d time.Duration) Checker { return deadlined{c, d} }
+
+type deadlined struct {
+	c Checker
+	d time.Duration
+}
+
+func (d deadlined) Name() string { return d.c.Name() }
+
+func (d deadlined) Check(h *history.History, effects []history.Effect) Result {
 	ix := newIndex(h, effects)
+	ix.deadline, ix.budget = time.Now().Add(d.d), d.d
+	switch c := d.c.(type) {
+	case all:
+		return c.checkIndex(ix)
+	case indexed:
+		return c.check(ix)
+	}
+	return d.c.Check(h, effects)
+}
+
+func (a all) checkIndex(ix *index) Result {
+	h, effects := ix.h, ix.effects
+	r := Result{Name: a.Name()}
 	for _, c := range a {
 		var p Result
 		if ic, ok := c.(indexed); ok {

@@ -12,10 +12,18 @@
 //     one by its invariant name; [Names] lists them.
 //   - [Result], [Verdict] and [Violation]: three-valued verdicts (pass,
 //     violation, unknown) with plain-words explanations. Unknown is never a pass.
-//   - [Option] values ([WithProfile], [WithHeaders], [WithDecisionBound],
-//     [WithRetentionGap]) set what services legitimately differ in.
+//   - [Contract]: everything a service may legitimately choose (status
+//     codes, payload fingerprint, replay headers, bounds). [ForContract]
+//     builds the invariants judging by one; [Contract.Meta] and
+//     [ContractFromMeta] carry it in a history's meta event;
+//     [Contract.LoadOptions] says which headers a load must keep.
+//   - [Option] values ([WithContract], [WithProfile], [WithHeaders],
+//     [WithFingerprint], [WithDecisionBound], [WithRetentionGap]) set parts
+//     of the contract; [WithDeadline] gives a Check a time budget after
+//     which unfinished keys are unknown.
 //   - [Profile] and [ProfileByName]: status-code contracts (ietf, stripe, custom).
 //
-// Every checker runs in time linear in the history (plus sorting the few
-// attempts of one key) and does no I/O.
+// Every checker runs in time linear in the history (plus sorting the
+// attempts of one key; in-flight-conflict sweeps a key in n log n) and does
+// no I/O.
 package checkers

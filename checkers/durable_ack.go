@@ -40,36 +40,77 @@ func (c durableAck) check(ix *index) Result {
 		}
 		return r
 	}
+	if h.Meta.EffectsUnread {
+		return finish(r, h, "the producer did not read the system's effects (effects_recorded: false), so what survived the crash cannot be known")
+	}
 	if !h.EffectsKnown && len(effects) == 0 {
 		return finish(r, h, "the history records no effects, so what survived the crash cannot be known")
 	}
-	attr := ix.attribution(c.cfg.profile)
-	for _, st := range attr.intents {
-		if st.acked < 0 {
+	attr := ix.attribution(&c.cfg.contract)
+	for _, g := range attr.groups {
+		// The units acknowledged by a process that then crashed.
+		var hit []*unit
+		var crashOf []int64
+		for _, u := range g.units {
+			if u.acked == nil {
+				continue
+			}
+			ack := &h.Attempts[u.acked.acked]
+			// The attempt was sent before the crash: its success can only
+			// have come from the process that then died (a connection does
+			// not survive its server), even when the client recorded the
+			// answer a moment after the harness recorded the death.
+			if crash := firstCrashAfter(crashes, ack.Invoke); crash >= 0 {
+				hit, crashOf = append(hit, u), append(crashOf, crash)
+			}
+		}
+		r.Checked += len(hit)
+		if len(g.units) == 1 {
+			if len(hit) == 1 && !hit[0].executed() {
+				r.Violations = append(r.Violations, c.lost(h, hit[0], crashOf[0]))
+			}
 			continue
 		}
-		ack := &h.Attempts[st.acked]
-		// The attempt was sent before the crash: its success can only have
-		// come from the process that then died (a connection does not
-		// survive its server), even when the client recorded the answer a
-		// moment after the harness recorded the death.
-		crash := firstCrashAfter(crashes, ack.Invoke)
-		if crash < 0 {
-			continue
+		// Several units share the key: the effects that name no intent can
+		// go to any of them, so only a shortfall is certain.
+		need := 0
+		var first *unit
+		var crash int64
+		for i, u := range hit {
+			if len(u.exact) == 0 {
+				if need == 0 {
+					first, crash = u, crashOf[i]
+				}
+				need++
+			}
 		}
-		r.Checked++
-		if len(st.effects) > 0 {
-			continue
+		most := 0
+		for _, k := range groupKinds(effects, g.pool) {
+			most = max(most, len(k.idx))
 		}
-		r.Violations = append(r.Violations, Violation{
-			Invariant: c.Name(), Tenant: ack.Tenant, Method: ack.Method, Path: ack.Path, Key: ack.Key, Intent: st.id,
-			Ops: []int64{ack.Op},
-			Explanation: fmt.Sprintf("%s was acknowledged with %d at %s (op %d) by the process that crashed at %s, and has no effect after the restart; an acknowledged write must survive a crash.",
-				describeIntent(h, st), ack.Status, at(ack.Complete), ack.Op, at(crash)),
-			Cause: "the service responds before its transaction commits (commit after response)",
-		})
+		if need > most {
+			v := c.lost(h, first, crash)
+			if need > 1 || len(g.pool) > 0 {
+				v.Intent = ""
+				v.Explanation = fmt.Sprintf("%s: %d requests acknowledged by the process that crashed at %s have only %d effects after the restart (op %d was the first acknowledged); an acknowledged write must survive a crash.",
+					describeGroup(h, g), need, at(crash), most, v.Ops[0])
+			}
+			r.Violations = append(r.Violations, v)
+		}
 	}
 	return finish(r, h, "")
+}
+
+func (c durableAck) lost(h *history.History, u *unit, crash int64) Violation {
+	st := u.acked
+	ack := &h.Attempts[st.acked]
+	return Violation{
+		Invariant: c.Name(), Tenant: ack.Tenant, Method: ack.Method, Path: ack.Path, Key: ack.Key, Intent: st.id,
+		Ops: []int64{ack.Op},
+		Explanation: fmt.Sprintf("%s was acknowledged with %d at %s (op %d) by the process that crashed at %s, and has no effect after the restart; an acknowledged write must survive a crash.",
+			describeIntent(h, st), ack.Status, at(ack.Complete), ack.Op, at(crash)),
+		Cause: "the service responds before its transaction commits (commit after response)",
+	}
 }
 
 // firstCrashAfter returns the first of the sorted crash times at or after t,

@@ -8,3 +8,6 @@ var ErrUnknownInvariant = errors.New("unknown invariant")
 
 // ErrUnknownProfile is returned by [ProfileByName] for an unknown profile.
 var ErrUnknownProfile = errors.New("unknown contract profile")
+
+// ErrBadContract is returned for a [Contract] the checkers cannot judge by.
+var ErrBadContract = errors.New("bad contract")

@@ -3,6 +3,7 @@ package checkers
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/idemchaos/idemchaos/history"
@@ -44,8 +45,10 @@ func (c eventuallyDecided) check(ix *index) Result {
 		}
 	}
 	slices.Sort(heals)
-	bound := int64(c.cfg.decisionBound)
+	bound := int64(c.cfg.contract.DecisionBound)
 	undecidable := 0
+	var successes []int64 // completion times of every success, sorted
+	var rate failureRate   // how often the service answers 5xx, built on demand
 	order, groups := ix.byScope()
 	for g, s := range order {
 		idx := groups[g]
@@ -70,8 +73,8 @@ func (c eventuallyDecided) check(ix *index) Result {
 				first = a.Invoke
 			}
 			lastAsked = max(lastAsked, a.Invoke)
-			stuck = stuck || (a.Outcome == history.OK && a.Status == c.cfg.profile.InFlight)
-			if cl := classify(a, c.cfg.profile); (cl == succeeded || cl == rejected) && a.Outcome == history.OK {
+			stuck = stuck || (a.Outcome == history.OK && a.Status == c.cfg.profile().InFlight)
+			if cl := classify(a, c.cfg.profile()); (cl == succeeded || cl == rejected) && a.Outcome == history.OK {
 				if decided < 0 || a.Complete < decided {
 					decided = a.Complete
 				}
@@ -81,7 +84,22 @@ func (c eventuallyDecided) check(ix *index) Result {
 			continue
 		}
 		r.Checked++
+		if decided < 0 {
+			if successes == nil {
+				successes = successTimes(h, c.cfg.profile())
+			}
+			if rate.keys == 0 {
+				rate = failureRateOf(h, len(order))
+			}
+			if v, bad := c.cached5xx(h, s, idx, evidence, successes, rate); bad {
+				r.Violations = append(r.Violations, v)
+				continue
+			}
+		}
 		if decided >= 0 && decided-first <= bound {
+			if v, bad := c.stuckAfterSuccess(h, s, idx, evidence, bound); bad {
+				r.Violations = append(r.Violations, v)
+			}
 			continue
 		}
 		if decided < 0 && lastAsked-first < bound {
@@ -102,7 +120,7 @@ func (c eventuallyDecided) check(ix *index) Result {
 	}
 	unknown := ""
 	if r.Checked > 0 && len(r.Violations) == 0 && undecidable*2 > r.Checked {
-		unknown = fmt.Sprintf("%d of %d keys stopped retrying before the %s bound without a definite answer, too many to judge", undecidable, r.Checked, c.cfg.decisionBound)
+		unknown = fmt.Sprintf("%d of %d keys stopped retrying before the %s bound without a definite answer, too many to judge", undecidable, r.Checked, c.cfg.contract.DecisionBound)
 	} else if undecidable > 0 {
 		r.Reason = fmt.Sprintf("%d %s stopped retrying before the bound and %s not judged", undecidable, plural(undecidable, "key", "keys"), plural(undecidable, "was", "were"))
 	}
@@ -117,13 +135,16 @@ func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, w
 	// Only an in-flight answer points at an orphaned claim; a key that only
 	// ever saw timeouts or 5xx points at a service that did not recover.
 	cause := "the service kept answering with timeouts or 5xx instead of a decision: it did not recover from the fault, or retries hit a dead dependency"
-	if stuck {
+	switch {
+	case stuck && faulted(h, "crash"):
 		cause = "a 'processing' record whose holder died has no lease, so it blocks every retry forever"
+	case stuck:
+		cause = "the key's 'processing' record is never completed or released (no lease, or the outcome of the first attempt is never written), so every retry is told it is still in flight"
 	}
 	return Violation{
 		Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Ops: ops,
 		Explanation: fmt.Sprintf("%s %s, counting from %s; a retry must get a definite answer within %s.",
-			describeScope(s), what, since, c.cfg.decisionBound),
+			describeScope(s), what, since, c.cfg.contract.DecisionBound),
 		Cause: cause,
 	}
 }
@@ -143,4 +164,144 @@ func answersOps(h *history.History, idx []int32, ops []int64) string {
 		return answers(h, sel[:6]) + ", …"
 	}
 	return answers(h, sel)
+}
+
+// cached5xx catches a key whose retries all got the very same 5xx while
+// other keys succeeded meanwhile: the service stored the error as the key's
+// response and replays it, so no retry can ever succeed. Two identical
+// answers suffice when the service marked the later ones replayed;
+// otherwise so many are needed that failures at the history's 5xx rate
+// could not plausibly have repeated by chance (see [unlikely]).
+func (c eventuallyDecided) cached5xx(h *history.History, s scope, idx []int32, evidence func(*history.Attempt) bool, successes []int64, rate failureRate) (Violation, bool) {
+	var same []int32
+	var want answer
+	marked := false
+	for _, i := range idx {
+		a := &h.Attempts[i]
+		if !evidence(a) {
+			continue
+		}
+		if a.Outcome != history.OK || a.Status < 500 {
+			return Violation{}, false
+		}
+		if len(same) == 0 {
+			want = answerOf(a)
+		} else if answerOf(a) != want {
+			return Violation{}, false
+		}
+		same = append(same, i)
+		for _, f := range a.RespHeaders {
+			if strings.HasSuffix(strings.ToLower(f.Name), "replayed") && strings.EqualFold(f.Value, "true") {
+				marked = true
+			}
+		}
+	}
+	if len(same) < 2 || (!marked && !unlikely(len(same), rate)) {
+		return Violation{}, false
+	}
+	from, to := h.Attempts[same[0]].Invoke, h.Attempts[same[len(same)-1]].Complete
+	n, _ := slices.BinarySearch(successes, from)
+	if n == len(successes) || successes[n] > to {
+		return Violation{}, false // nothing else succeeded meanwhile: the service may be down
+	}
+	ops := opsOf(h, same)
+	a := &h.Attempts[same[0]]
+	return Violation{
+		Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: a.Intent, Ops: ops,
+		Explanation: fmt.Sprintf("%s got the same %d with %s to all %d of its attempts (%s), while other keys succeeded at %s; a retry after a failure must be able to succeed.",
+			describeScope(s), a.Status, quoteBody(a), len(same), opList(ops), at(successes[n])),
+		Cause: "the service stored the 5xx as the key's response and replays it: a failed execution must release the key (or store nothing), not cache the error",
+	}, true
+}
+
+// successTimes returns when every success of the history arrived, sorted.
+func successTimes(h *history.History, p Profile) []int64 {
+	out := []int64{}
+	for i := range h.Attempts {
+		if a := &h.Attempts[i]; classify(a, p) == succeeded {
+			out = append(out, a.Complete)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// stuckAfterSuccess catches a key decided by a success whose identical
+// retries, sent after the success arrived, were then told "in flight" for
+// longer than the bound without ever getting the replay: to those clients
+// the key never got decided.
+func (c eventuallyDecided) stuckAfterSuccess(h *history.History, s scope, idx []int32, evidence func(*history.Attempt) bool, bound int64) (Violation, bool) {
+	p, ct := c.cfg.profile(), &c.cfg.contract
+	var win *history.Attempt
+	for _, i := range idx {
+		if a := &h.Attempts[i]; classify(a, p) == succeeded && (win == nil || a.Complete < win.Complete) {
+			win = a
+		}
+	}
+	if win == nil {
+		return Violation{}, false
+	}
+	var ops []int64
+	var from, to int64 = -1, -1
+	for _, i := range idx {
+		a := &h.Attempts[i]
+		if a.Invoke <= win.Complete || ct.same(a) != ct.same(win) || !evidence(a) {
+			continue
+		}
+		if classify(a, p) == succeeded || a.Outcome != history.OK || a.Status != p.InFlight {
+			return Violation{}, false // answered, or not a plain "in flight"
+		}
+		if from < 0 {
+			from = a.Invoke
+		}
+		to = a.Invoke
+		ops = append(ops, a.Op)
+	}
+	if len(ops) < 2 || to-from < bound {
+		return Violation{}, false
+	}
+	return Violation{
+		Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: win.Intent, Ops: append([]int64{win.Op}, ops...),
+		Explanation: fmt.Sprintf("%s succeeded at %s (op %d, %d), yet its identical retries since were told %d (in flight) for %s (%s) and never got the replay; a retry must get a definite answer within %s.",
+			describeScope(s), at(win.Complete), win.Op, win.Status, p.InFlight, time.Duration(to-from).Round(time.Millisecond), opList(ops), c.cfg.contract.DecisionBound),
+		Cause: "the key's record stays 'in progress' after the success: its completion is never written, so every retry is turned away",
+	}, true
+}
+
+// failureRate is the share of the history's answers that were 5xx, and the
+// number of keys that could have shown a run of them by chance.
+type failureRate struct {
+	p    float64
+	keys int
+}
+
+func failureRateOf(h *history.History, keys int) failureRate {
+	n, bad := 0, 0
+	for i := range h.Attempts {
+		if a := &h.Attempts[i]; a.Outcome == history.OK {
+			n++
+			if a.Status >= 500 {
+				bad++
+			}
+		}
+	}
+	r := failureRate{keys: max(keys, 1)}
+	if n > 0 {
+		r.p = float64(bad) / float64(n)
+	}
+	return r
+}
+
+// unlikely says n identical 5xx in a row are not a chance repetition: with
+// independent failures at the observed rate, some key of the history
+// would show such a run with probability under 1/1000. At least three.
+func unlikely(n int, r failureRate) bool {
+	if n < 3 {
+		return false
+	}
+	chance := float64(r.keys)
+	for range n - 1 {
+		chance *= r.p
+	}
+	return chance < 1e-3
 }

@@ -2,6 +2,7 @@ package checkers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/idemchaos/idemchaos/history"
@@ -27,45 +28,241 @@ func (c exactlyOnce) Check(h *history.History, effects []history.Effect) Result 
 func (c exactlyOnce) check(ix *index) Result {
 	h, effects := ix.h, ix.effects
 	r := Result{Name: c.Name()}
+	unread := h.Meta.EffectsUnread
 	if !h.EffectsKnown && len(effects) == 0 {
-		return finish(r, h, "the history records no effects (no effect events, and the meta event does not set effects_recorded), so nothing can be said about how many times anything executed")
+		why := "the history records no effects (no effect events, and the meta event does not set effects_recorded), so nothing can be said about how many times anything executed"
+		if unread {
+			why = "the producer did not read the system's effects (effects_recorded: false), so nothing can be said about how many times anything executed"
+		}
+		return finish(r, h, why)
 	}
-	at := ix.attribution(c.cfg.profile)
+	at := ix.attribution(&c.cfg.contract)
 	var bodies map[bodyScope][]*intentState
-	for _, st := range at.intents {
-		r.Checked++
-		first := &h.Attempts[st.attempts[0]]
-		var kinds, dup []kindEffects
-		if len(st.effects) >= 2 { // fewer cannot be a duplicate
-			kinds = groupKinds(effects, st.effects)
+	for _, g := range at.groups {
+		r.Checked += len(g.units)
+		if len(g.units) == 1 {
+			if v, bad := c.judgeUnit(h, effects, g.units[0], g.effectsOf(), unread, &bodies, at); bad {
+				r.Violations = append(r.Violations, v)
+			}
+			continue
+		}
+		if bodies == nil {
+			bodies = indexBodies(h, at)
+		}
+		r.Violations = append(r.Violations, c.judgeGroup(h, effects, g, unread, bodies)...)
+	}
+	var notes []string
+	if at.orphans > 0 {
+		notes = append(notes, fmt.Sprintf("%s matched no attempt in the history and %s not judged", countOf(at.orphans, ""), plural(at.orphans, "was", "were")))
+	}
+	unknown := ""
+	if unread {
+		unknown = "the producer did not read all of the system's effects (effects_recorded: false): duplicates were judged, lost effects cannot be"
+		if len(r.Violations) > 0 {
+			notes = append(notes, unknown)
+		}
+	}
+	r.Reason = strings.Join(notes, "; ")
+	return finish(r, h, unknown)
+}
+
+// judgeUnit judges a group of one unit: every effect the group has is its.
+func (c exactlyOnce) judgeUnit(h *history.History, effects []history.Effect, u *unit, fx []int32, unread bool, bodies *map[bodyScope][]*intentState, at *attribution) (Violation, bool) {
+	st := u.intents[0]
+	if u.acked != nil {
+		st = u.acked
+	}
+	if len(fx) >= 2 { // fewer cannot be a duplicate
+		kinds := groupKinds(effects, fx)
+		var dup []kindEffects
+		for _, k := range kinds {
+			if len(k.idx) >= 2 {
+				dup = append(dup, k)
+			}
+		}
+		if len(dup) > 0 {
+			return c.duplicate(h, effects, u, st, kinds, dup), true
+		}
+	}
+	first := &h.Attempts[st.attempts[0]]
+	switch {
+	case u.acked != nil && len(fx) == 0 && !unread:
+		if *bodies == nil {
+			*bodies = indexBodies(h, at)
+		}
+		return c.lost(h, st, *bodies), true
+	case u.acked == nil && !u.indet && len(fx) > 0:
+		return Violation{
+			Invariant: c.Name(), Tenant: first.Tenant, Method: first.Method, Path: first.Path, Key: first.Key, Intent: st.id,
+			Ops: unitOps(h, u),
+			Explanation: fmt.Sprintf("%s was never acknowledged (answers: %s) yet produced %s; a request that was only ever rejected must have no effect.",
+				describeIntent(h, st), answers(h, unitAttempts(u)), effectList(effects, fx)),
+			Cause: "the service executed the request and then answered with a rejection: the rejection is decided after the business write, or an error after the commit is reported as a failure",
+		}, true
+	}
+	return Violation{}, false
+}
+
+// judgeGroup judges several units that share a (tenant, key): effects that
+// name an intent are judged per unit; the ones that name only the key are
+// counted against what the units together may have produced, and a
+// shortfall or an excess is reported for the group, never pinned on one
+// intent the evidence cannot single out.
+func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, g *group, unread bool, bodies map[bodyScope][]*intentState) []Violation {
+	var out []Violation
+	for _, u := range g.units {
+		if len(u.exact) >= 2 {
+			kinds := groupKinds(effects, u.exact)
+			var dup []kindEffects
 			for _, k := range kinds {
 				if len(k.idx) >= 2 {
 					dup = append(dup, k)
 				}
 			}
-		}
-		switch {
-		case len(dup) > 0:
-			r.Violations = append(r.Violations, c.duplicate(h, effects, st, kinds, dup))
-		case st.acked >= 0 && len(st.effects) == 0:
-			if bodies == nil {
-				bodies = indexBodies(h, at)
+			if len(dup) > 0 {
+				st := u.intents[0]
+				if u.acked != nil {
+					st = u.acked
+				}
+				out = append(out, c.duplicate(h, effects, u, st, kinds, dup))
 			}
-			r.Violations = append(r.Violations, c.lost(h, st, bodies))
-		case st.acked < 0 && !st.anyIndet && len(st.effects) > 0:
-			r.Violations = append(r.Violations, Violation{
-				Invariant: c.Name(), Tenant: first.Tenant, Method: first.Method, Path: first.Path, Key: first.Key, Intent: st.id,
-				Ops: opsOf(h, st.attempts),
-				Explanation: fmt.Sprintf("%s was never acknowledged (answers: %s) yet produced %s; a request that was only ever rejected must have no effect.",
-					describeIntent(h, st), answers(h, st.attempts), effectList(effects, st.effects)),
-			})
 		}
 	}
-	if at.orphans > 0 {
-		r.Reason = fmt.Sprintf("%d %s matched no attempt in the history and were not judged", at.orphans, plural(at.orphans, "effect", "effects"))
+	// Per kind, how many pooled effects the units without an exact one of
+	// that kind can absorb: one each if acknowledged or maybe executed.
+	pool := groupKinds(effects, g.pool)
+	need := 0 // acknowledged units with no exact effect at all
+	for _, u := range g.units {
+		if u.acked != nil && len(u.exact) == 0 {
+			need++
+		}
 	}
-	return finish(r, h, "")
+	most := 0
+	for _, k := range pool {
+		most = max(most, len(k.idx))
+		room := 0
+		for _, u := range g.units {
+			if (u.acked != nil || u.indet) && !hasKind(effects, u.exact, k.kind) {
+				room++
+			}
+		}
+		if len(k.idx) > room {
+			out = append(out, c.groupExcess(h, effects, g, k, room))
+		}
+	}
+	switch {
+	case unread || need <= most:
+	case most == 0:
+		// No effect names only the key: each acknowledged unit without an
+		// effect of its own is certainly the one that lacks it.
+		for _, u := range g.units {
+			if u.acked != nil && len(u.exact) == 0 {
+				out = append(out, c.lost(h, u.acked, bodies))
+			}
+		}
+	default:
+		out = append(out, c.groupShortfall(h, g, need, most, pool))
+	}
+	return out
 }
+
+func hasKind(effects []history.Effect, idx []int32, kind string) bool {
+	for _, i := range idx {
+		if effects[i].Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+func (c exactlyOnce) groupExcess(h *history.History, effects []history.Effect, g *group, k kindEffects, room int) Violation {
+	v := c.groupViolation(h, g)
+	v.Explanation = fmt.Sprintf("%s: %s %s between them, which name no intent, where at most %d could have executed; each request may execute once.",
+		describeGroup(h, g), countOf(len(k.idx), k.kind), "("+effectList(effects, k.idx)+")", room)
+	st := g.units[0].intents[0]
+	all := unitAttemptsOf(g)
+	retried := false
+	for _, u := range g.units {
+		for _, x := range u.intents {
+			retried = retried || len(x.attempts) > 1
+		}
+	}
+	if retried {
+		v.Cause = c.duplicateCause(h, effects, all, st, []kindEffects{k}, []kindEffects{k})
+	} else {
+		v.Cause = "no request was retried, so one request's write was applied more than once (a retried transaction or a redelivered job that is not idempotent), or effects are written without a request"
+	}
+	return v
+}
+
+func (c exactlyOnce) groupShortfall(h *history.History, g *group, need, found int, pool []kindEffects) Violation {
+	v := c.groupViolation(h, g)
+	var acked []string
+	for _, u := range g.units {
+		if u.acked != nil && len(u.exact) == 0 {
+			a := &h.Attempts[u.acked.acked]
+			acked = append(acked, fmt.Sprintf("%s (%d, op %d)", u.acked.id, a.Status, a.Op))
+		}
+	}
+	what := "no effect"
+	if found > 0 {
+		what = fmt.Sprintf("only %s", countOf(found, pool[0].kind))
+	}
+	v.Explanation = fmt.Sprintf("%s: %d requests were acknowledged (%s) but the key has %s; each acknowledged request must have its effect (which one lacks it cannot be told: the effects name no intent).",
+		describeGroup(h, g), need, strings.Join(acked, ", "), what)
+	v.Cause = "an acknowledged request was not executed: the success was not backed by a committed write, or another request's response was replayed to it"
+	return v
+}
+
+func (c exactlyOnce) groupViolation(h *history.History, g *group) Violation {
+	a := &h.Attempts[g.units[0].intents[0].attempts[0]]
+	return Violation{Invariant: c.Name(), Tenant: a.Tenant, Method: a.Method, Path: a.Path, Key: a.Key, Ops: opsOf(h, unitAttemptsOf(g))}
+}
+
+// describeGroup names a group: "key k-1, tenant t1, POST /v1/orders (intents i2 and i3)".
+func describeGroup(h *history.History, g *group) string {
+	a := &h.Attempts[g.units[0].intents[0].attempts[0]]
+	var ids []string
+	for _, u := range g.units {
+		for _, st := range u.intents {
+			if !strings.HasPrefix(st.id, "key:") {
+				ids = append(ids, st.id)
+			}
+		}
+	}
+	s := describeScope(scopeOf(a))
+	if len(ids) > 0 {
+		s += " (intents " + joinWords(ids) + ")"
+	}
+	return s
+}
+
+func joinWords(w []string) string {
+	if len(w) <= 1 {
+		return strings.Join(w, "")
+	}
+	return strings.Join(w[:len(w)-1], ", ") + " and " + w[len(w)-1]
+}
+
+func unitAttempts(u *unit) []int32 {
+	var out []int32
+	for _, st := range u.intents {
+		out = append(out, st.attempts...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func unitAttemptsOf(g *group) []int32 {
+	var out []int32
+	for _, u := range g.units {
+		out = append(out, unitAttempts(u)...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func unitOps(h *history.History, u *unit) []int64 { return opsOf(h, unitAttempts(u)) }
 
 type kindEffects struct {
 	kind string
@@ -91,33 +288,39 @@ func groupKinds(effects []history.Effect, idx []int32) []kindEffects {
 	return out
 }
 
-func (c exactlyOnce) duplicate(h *history.History, effects []history.Effect, st *intentState, kinds, dup []kindEffects) Violation {
+func (c exactlyOnce) duplicate(h *history.History, effects []history.Effect, u *unit, st *intentState, kinds, dup []kindEffects) Violation {
 	first := &h.Attempts[st.attempts[0]]
 	// Name every duplicated kind: "2 order effects (…) and 2 ledger effects (…)".
 	parts := make([]string, len(dup))
 	for i, d := range dup {
-		parts[i] = fmt.Sprintf("%d %s effects (%s)", len(d.idx), d.kind, effectList(effects, d.idx))
+		parts[i] = fmt.Sprintf("%s (%s)", countOf(len(d.idx), d.kind), effectList(effects, d.idx))
 	}
-	what := strings.Join(parts, " and ")
-	if len(parts) > 2 {
-		what = strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+	what := joinWords(parts)
+	idx := unitAttempts(u)
+	who := describeIntent(h, st)
+	if len(u.intents) > 1 {
+		var ids []string
+		for _, x := range u.intents {
+			ids = append(ids, x.id)
+		}
+		who = fmt.Sprintf("%s, one request to the service (intents %s share its key and payload),", describeScope(scopeOf(first)), joinWords(ids))
 	}
 	v := Violation{
 		Invariant: c.Name(), Tenant: first.Tenant, Method: first.Method, Path: first.Path, Key: first.Key, Intent: st.id,
-		Ops: opsOf(h, st.attempts),
+		Ops: opsOf(h, idx),
 		Explanation: fmt.Sprintf("%s produced %s; exactly one of each was expected. The intent sent %s.",
-			describeIntent(h, st), what, opList(opsOf(h, st.attempts))),
+			who, what, opList(opsOf(h, idx))),
 	}
-	v.Cause = c.duplicateCause(h, effects, st, kinds, dup)
+	v.Cause = c.duplicateCause(h, effects, idx, st, kinds, dup)
 	return v
 }
 
-func (c exactlyOnce) duplicateCause(h *history.History, effects []history.Effect, st *intentState, kinds, dup []kindEffects) string {
+func (c exactlyOnce) duplicateCause(h *history.History, effects []history.Effect, attempts []int32, st *intentState, kinds, dup []kindEffects) string {
 	// Keys of the intent's own endpoint: a callback or a follow-up request
 	// to another endpoint is not a retry with a new key.
 	first := &h.Attempts[st.attempts[0]]
 	keys := map[string]bool{}
-	for _, i := range st.attempts {
+	for _, i := range attempts {
 		if a := &h.Attempts[i]; a.Key != "" && a.Method == first.Method && a.Path == first.Path {
 			keys[a.Key] = true
 		}
@@ -131,14 +334,19 @@ func (c exactlyOnce) duplicateCause(h *history.History, effects []history.Effect
 	if first.Key == "" {
 		return "the requests carried no idempotency key, so nothing could tell the duplicates apart"
 	}
-	for x := 0; x < len(st.attempts); x++ {
-		for y := x + 1; y < len(st.attempts); y++ {
-			if overlaps(&h.Attempts[st.attempts[x]], &h.Attempts[st.attempts[y]], h.End) {
+	// A purge between the intent's attempts explains one more execution,
+	// even when the retries after it came as an overlapping burst.
+	if purgedBetween(h, attempts) && maxKind(dup) == 2 {
+		return "the retries after the purge executed again: the idempotency record was purged before the client's retry window ended (retention shorter than the retry window)"
+	}
+	for x := 0; x < len(attempts) && x < 64; x++ {
+		for y := x + 1; y < len(attempts) && y < 64; y++ {
+			if overlaps(&h.Attempts[attempts[x]], &h.Attempts[attempts[y]], h.End) {
 				return "overlapping duplicates both executed: the claim is not atomic (check-then-insert, execute-then-record, or a 'processing' record treated as absent) — claim with a unique-index insert before the business write"
 			}
 		}
 	}
-	if faulted(h, "retention-expiry") || maxGap(h, st.attempts) >= int64(c.cfg.retentionGap) {
+	if faulted(h, "retention-expiry") || maxGap(h, attempts) >= int64(c.cfg.contract.RetentionGap) {
 		return "a retry after a long gap executed again: the idempotency record was purged before the client's retry window ended (retention shorter than the retry window)"
 	}
 	if faulted(h, "replica-lag") {
@@ -172,7 +380,7 @@ func (c exactlyOnce) lost(h *history.History, st *intentState, bodies map[bodySc
 			describeIntent(h, st), ack.Status, ack.Op),
 	}
 	for _, other := range bodies[bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}] {
-		if other != st && len(other.effects) > 0 {
+		if other.unit != st.unit && other.unit.executed() {
 			v.Cause = fmt.Sprintf("intent %s sent a byte-identical body and did execute: the service deduplicates by request body instead of by key, and swallowed a second legitimate intent", other.id)
 			return v
 		}
@@ -238,4 +446,30 @@ func maxGap(h *history.History, idx []int32) int64 {
 		}
 	}
 	return gap
+}
+
+// purgedBetween reports a retention-expiry fault fired after the first of
+// the attempts was sent and before the last was.
+func purgedBetween(h *history.History, attempts []int32) bool {
+	if len(attempts) < 2 {
+		return false
+	}
+	from, to := h.Attempts[attempts[0]].Invoke, h.Attempts[attempts[0]].Invoke
+	for _, i := range attempts {
+		to = max(to, h.Attempts[i].Invoke)
+	}
+	for _, f := range h.Faults {
+		if f.Kind == "retention-expiry" && f.Action == "fire" && f.NS > from && f.NS < to {
+			return true
+		}
+	}
+	return false
+}
+
+func maxKind(dup []kindEffects) int {
+	n := 0
+	for _, d := range dup {
+		n = max(n, len(d.idx))
+	}
+	return n
 }

@@ -46,12 +46,19 @@ func TestGolden_Histories(t *testing.T) {
 		counts[invariant][verdict]++
 		t.Run(invariant+"/"+name, func(t *testing.T) {
 			t.Parallel()
-			opts, keep := readOpts(t, strings.TrimSuffix(file, ".jsonl")+".opts")
+			// Every header is kept; the contract says which are compared.
+			h := loadGolden(t, file, nil)
+			// The contract the history's meta carries, then the sidecar's.
+			contract, err := checkers.ContractFromMeta(h.Meta.Contract)
+			if err != nil {
+				t.Fatalf("meta contract: %v", err)
+			}
+			opts, _ := readOpts(t, strings.TrimSuffix(file, ".jsonl")+".opts")
+			opts = append([]checkers.Option{checkers.WithContract(contract)}, opts...)
 			c, err := checkers.ByName(invariant, opts...)
 			if err != nil {
 				t.Fatalf("directory %s: %v", invariant, err)
 			}
-			h := loadGolden(t, file, keep)
 			r := c.Check(h, h.Effects)
 			others := checkers.Default(opts...).Check(h, h.Effects)
 			switch verdict {
@@ -102,7 +109,7 @@ func loadGolden(t testing.TB, file string, keep []string) *history.History {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	h, err := history.Load(f, history.LoadOptions{KeepHeaders: keep})
+	h, err := history.Load(f, history.LoadOptions{KeepHeaders: keep, KeepHeader: func(string) bool { return true }})
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
@@ -157,8 +164,10 @@ func readOpts(t testing.TB, file string) ([]checkers.Option, []string) {
 			opts = append(opts, checkers.WithDecisionBound(d))
 		case name == "retention-gap":
 			opts = append(opts, checkers.WithRetentionGap(d))
+		case name == "fingerprint":
+			opts = append(opts, checkers.WithFingerprint(value))
 		default:
-			t.Fatalf("%s:%d: unknown option %q (known: profile, headers, decision-bound, retention-gap)", file, n, name)
+			t.Fatalf("%s:%d: unknown option %q (known: profile, headers, decision-bound, retention-gap, fingerprint; or a \"contract\" in the meta event)", file, n, name)
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"container/heap"
 	"fmt"
 
 	"github.com/idemchaos/idemchaos/history"
@@ -9,8 +10,13 @@ import (
 // InFlightConflict returns the checker of "in-flight-conflict": a duplicate
 // that arrives while the first attempt with its key is still running gets the
 // in-flight status (default 409) or waits and gets the first response — never
-// a second execution, never a 2xx with a different body. Two attempts are
-// concurrent only if their invoke→complete intervals overlap.
+// a second execution, never a 2xx with a different body, never a 500 (the
+// store's duplicate-key error leaking). Two attempts are concurrent only if
+// their invoke→complete intervals overlap.
+//
+// Each key is judged by one sweep over its attempts in invoke order, keeping
+// per payload how many attempts are still open and which answers they got,
+// so a hot key with tens of thousands of attempts costs n log n, not n².
 func InFlightConflict(opts ...Option) Checker { return inFlightConflict{newConfig(opts)} }
 
 type inFlightConflict struct{ cfg config }
@@ -28,55 +34,240 @@ func (c inFlightConflict) check(ix *index) Result {
 	r := Result{Name: c.Name()}
 	order, groups := ix.byScope()
 	var dups map[tenantKey]string
+	var active []span // faults in force, built on the first 500
+	unfaulted := func(b *history.Attempt) bool {
+		if active == nil {
+			active = faultSpans(h)
+		}
+		return !hitByFault(h, b, active)
+	}
+	left := 0
 	for g, s := range order {
 		idx := groups[g]
 		if len(idx) < 2 {
 			continue
 		}
-		checked := false
-	scan:
-		for y := 1; y < len(idx); y++ {
-			b := &h.Attempts[idx[y]]
-			for x := 0; x < y; x++ {
-				a := &h.Attempts[idx[x]]
-				if a.ReqHash != b.ReqHash || !overlaps(a, b, h.End) {
-					continue
-				}
-				if !checked {
-					checked = true
-					r.Checked++
-				}
-				if dups == nil {
-					dups = duplicatedKeys(effects, multiKeys(order, groups))
-				}
-				if v, bad := c.judge(s, a, b, dups); bad {
-					r.Violations = append(r.Violations, v)
-					break scan
+		if ix.expired() {
+			left++
+			continue
+		}
+		if dups == nil {
+			dups = duplicatedKeys(effects, multiKeys(order, groups))
+		}
+		sw := sweep{c: &c, h: h, idx: idx, dup: dups[tenantKey{s.tenant, s.key}] != "", unfaulted: unfaulted}
+		a, b, overlapped := sw.run(ix)
+		if overlapped {
+			r.Checked++
+		}
+		if a < 0 {
+			if a == sweepStopped {
+				left++
+			}
+			continue
+		}
+		if v, bad := c.judge(s, &h.Attempts[a], &h.Attempts[b], dups); bad {
+			r.Violations = append(r.Violations, v)
+		}
+	}
+	unknown := ""
+	if left > 0 {
+		unknown = ix.budgetReason(left, len(order))
+		if len(r.Violations) > 0 {
+			r.Reason = unknown
+		}
+	}
+	return finish(r, h, unknown)
+}
+
+// sweepStopped is run's first result when the budget ran out mid-key.
+const sweepStopped = -2
+
+// sweep finds the first duplicate of one key that overlapped an attempt
+// with the same payload and was answered wrongly.
+type sweep struct {
+	c   *inFlightConflict
+	h   *history.History
+	idx []int32
+	dup bool // the key has a duplicated effect
+	// unfaulted says no fault was in force while an attempt ran.
+	unfaulted func(*history.Attempt) bool
+}
+
+// answer identifies a response: the same answer means a faithful replay.
+type answer struct {
+	status int
+	hash   uint64
+	n      int
+}
+
+// open counts the attempts of one payload that are still running.
+type open struct {
+	all       int
+	succ, def int // succeeded; succeeded or rejected (a definite answer)
+	succBy    map[answer]int
+	defBy     map[answer]int
+}
+
+// run returns the violating pair (a, b) as attempt indices, or a < 0; and
+// whether any two attempts with the same payload overlapped.
+func (sw *sweep) run(ix *index) (a, b int32, overlapped bool) {
+	h, p, ct := sw.h, sw.c.cfg.profile(), &sw.c.cfg.contract
+	byPayload := make(map[uint64]*open, 2)
+	ends := endHeap{h: h}
+	for n, y := range sw.idx {
+		if n&4095 == 4095 && ix.expired() {
+			return sweepStopped, 0, overlapped
+		}
+		bb := &h.Attempts[y]
+		// Close what ended before b started.
+		for len(ends.idx) > 0 && h.Attempts[ends.idx[0]].End(h.End) <= bb.Invoke {
+			x := heap.Pop(&ends).(int32)
+			byPayload[ct.same(&h.Attempts[x])].remove(&h.Attempts[x], p)
+		}
+		o := byPayload[ct.same(bb)]
+		if o != nil && o.all > 0 {
+			overlapped = true
+			if sw.suspect(o, bb, p) {
+				if x := sw.witness(n); x >= 0 {
+					return x, y, true
 				}
 			}
 		}
+		if o == nil {
+			o = &open{}
+			byPayload[ct.same(bb)] = o
+		}
+		o.add(bb, p)
+		heap.Push(&ends, y)
 	}
-	return finish(r, h, "")
+	return -1, 0, overlapped
 }
 
-// judge checks b, a duplicate that overlapped a.
+// suspect says whether some open attempt with b's payload may make b a
+// violation; witness then finds the first such attempt exactly.
+func (sw *sweep) suspect(o *open, b *history.Attempt, p Profile) bool {
+	cb := classify(b, p)
+	ab := answerOf(b)
+	switch {
+	case cb == succeeded && (sw.dup || o.succ-o.succBy[ab] > 0):
+		return true
+	case cb == rejected && b.Outcome == history.OK && o.def-o.defBy[ab] > 0:
+		return true
+	case b.Outcome == history.OK && b.Status == 500 && o.def > 0:
+		return sw.unfaulted(b)
+	}
+	return false
+}
+
+// witness returns the first attempt before the n-th that overlaps it with the
+// same payload and makes it a violation, or -1. It runs once per suspect.
+func (sw *sweep) witness(n int) int32 {
+	h, ct := sw.h, &sw.c.cfg.contract
+	b := &h.Attempts[sw.idx[n]]
+	for _, x := range sw.idx[:n] {
+		a := &h.Attempts[x]
+		if ct.same(a) != ct.same(b) || !overlaps(a, b, h.End) {
+			continue
+		}
+		if sw.c.pairBad(a, b, sw.dup) {
+			return x
+		}
+	}
+	return -1
+}
+
+func answerOf(a *history.Attempt) answer { return answer{a.Status, a.RespHash, a.RespLen} }
+
+func (o *open) add(a *history.Attempt, p Profile) { o.step(a, p, 1) }
+
+func (o *open) remove(a *history.Attempt, p Profile) { o.step(a, p, -1) }
+
+func (o *open) step(a *history.Attempt, p Profile, d int) {
+	o.all += d
+	cl := classify(a, p)
+	if a.Outcome != history.OK || (cl != succeeded && cl != rejected) {
+		return
+	}
+	k := answerOf(a)
+	o.def += d
+	if o.defBy == nil {
+		o.defBy = make(map[answer]int, 2)
+	}
+	o.defBy[k] += d
+	if cl == succeeded {
+		o.succ += d
+		if o.succBy == nil {
+			o.succBy = make(map[answer]int, 2)
+		}
+		o.succBy[k] += d
+	}
+}
+
+// endHeap orders open attempts by their end.
+type endHeap struct {
+	h   *history.History
+	idx []int32
+}
+
+func (e endHeap) Len() int { return len(e.idx) }
+func (e endHeap) Less(i, j int) bool {
+	return e.h.Attempts[e.idx[i]].End(e.h.End) < e.h.Attempts[e.idx[j]].End(e.h.End)
+}
+func (e endHeap) Swap(i, j int) { e.idx[i], e.idx[j] = e.idx[j], e.idx[i] }
+func (e *endHeap) Push(x any)   { e.idx = append(e.idx, x.(int32)) }
+func (e *endHeap) Pop() any {
+	x := e.idx[len(e.idx)-1]
+	e.idx = e.idx[:len(e.idx)-1]
+	return x
+}
+
+// pairBad reports whether b, a duplicate that overlapped a, was answered
+// wrongly (see judge for the words).
+func (c inFlightConflict) pairBad(a, b *history.Attempt, dup bool) bool {
+	p := c.cfg.profile()
+	cb := classify(b, p)
+	same := sameAnswer(a, b)
+	switch {
+	case cb == succeeded && classify(a, p) == succeeded && !same:
+		return true
+	case cb == succeeded && dup:
+		return true
+	case cb == rejected && b.Outcome == history.OK && definite(a, p) && !same:
+		return true
+	case b.Outcome == history.OK && b.Status == 500 && definite(a, p):
+		return true
+	}
+	return false
+}
+
+func sameAnswer(a, b *history.Attempt) bool {
+	return a.Outcome == history.OK && b.Outcome == history.OK && a.Status == b.Status && a.RespHash == b.RespHash && a.RespLen == b.RespLen
+}
+
+// judge words the violation of b, a duplicate that overlapped a.
 func (c inFlightConflict) judge(s scope, a, b *history.Attempt, dups map[tenantKey]string) (Violation, bool) {
 	v := Violation{Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: b.Intent, Ops: []int64{a.Op, b.Op}}
-	cb := classify(b, c.cfg.profile)
-	sameAnswer := a.Outcome == history.OK && b.Outcome == history.OK && a.Status == b.Status && a.RespHash == b.RespHash && a.RespLen == b.RespLen
+	p := c.cfg.profile()
+	cb := classify(b, p)
+	same := sameAnswer(a, b)
 	switch {
-	case cb == succeeded && classify(a, c.cfg.profile) == succeeded && !sameAnswer:
+	case cb == succeeded && classify(a, p) == succeeded && !same:
 		v.Explanation = fmt.Sprintf("%s: op %d arrived while op %d was still running and was executed again (%d with body %s, where op %d got %s); it must get %d or wait for the first response.",
-			describeScope(s), b.Op, a.Op, b.Status, quoteBody(b), a.Op, quoteBody(a), c.cfg.profile.InFlight)
+			describeScope(s), b.Op, a.Op, b.Status, quoteBody(b), a.Op, quoteBody(a), p.InFlight)
 	case cb == succeeded && dups[tenantKey{s.tenant, s.key}] != "":
 		v.Explanation = fmt.Sprintf("%s: op %d arrived while op %d was still running and got %d, and the key has %s; a duplicate in flight must get %d or wait for the first response, never execute.",
-			describeScope(s), b.Op, a.Op, b.Status, dups[tenantKey{s.tenant, s.key}], c.cfg.profile.InFlight)
-	case cb == rejected && b.Outcome == history.OK && definite(a, c.cfg.profile) && !sameAnswer:
+			describeScope(s), b.Op, a.Op, b.Status, dups[tenantKey{s.tenant, s.key}], p.InFlight)
+	case cb == rejected && b.Outcome == history.OK && definite(a, p) && !same:
 		// Only a definite answer of the service itself is the "first
 		// response" b should match: a gateway's 504 or a 429 hid it.
 		v.Explanation = fmt.Sprintf("%s: op %d arrived while op %d was still running and got %d; it must get %d or wait for the first response (%d).",
-			describeScope(s), b.Op, a.Op, b.Status, c.cfg.profile.InFlight, a.Status)
+			describeScope(s), b.Op, a.Op, b.Status, p.InFlight, a.Status)
 		v.Cause = "the in-flight answer differs from the contract profile"
+		return v, true
+	case b.Outcome == history.OK && b.Status == 500 && definite(a, p):
+		v.Explanation = fmt.Sprintf("%s: op %d arrived while op %d was still running (op %d then got %d) and was answered 500 with %s, with no fault in force; a duplicate in flight must get %d or wait for the first response.",
+			describeScope(s), b.Op, a.Op, a.Op, a.Status, quoteBody(b), p.InFlight)
+		v.Cause = "the store's duplicate-key error leaks: the duplicate hit the unique claim and the error was not turned into the in-flight status or the replay"
 		return v, true
 	default:
 		return v, false
@@ -90,6 +281,48 @@ func (c inFlightConflict) judge(s scope, a, b *history.Attempt, dups map[tenantK
 func definite(a *history.Attempt, p Profile) bool {
 	cl := classify(a, p)
 	return a.Outcome == history.OK && (cl == succeeded || cl == rejected)
+}
+
+// span is a time a fault was in force: from its fire to its heal (or the
+// end of the history).
+type span struct{ from, to int64 }
+
+func faultSpans(h *history.History) []span {
+	out := []span{}
+	fired := map[string]int64{}
+	for _, f := range h.Faults {
+		switch f.Action {
+		case "heal":
+			if t, ok := fired[f.Kind]; ok {
+				out = append(out, span{t, f.NS})
+				delete(fired, f.Kind)
+			}
+		default:
+			if _, ok := fired[f.Kind]; !ok {
+				fired[f.Kind] = f.NS
+			}
+		}
+	}
+	for _, t := range fired {
+		out = append(out, span{t, h.End})
+	}
+	return out
+}
+
+// hitByFault reports whether a fault hit b or was in force while it ran: a
+// 500 then says nothing about the service's own handling.
+func hitByFault(h *history.History, b *history.Attempt, active []span) bool {
+	for _, s := range active {
+		if s.from <= b.End(h.End) && b.Invoke <= s.to {
+			return true
+		}
+	}
+	for _, f := range h.Faults {
+		if f.Op == b.Op {
+			return true
+		}
+	}
+	return false
 }
 
 // multiKeys returns the (tenant, key) of every scope with two or more
@@ -121,7 +354,7 @@ func duplicatedKeys(effects []history.Effect, keys map[tenantKey]bool) map[tenan
 		k := kk{tenantKey{e.Tenant, e.Key}, e.Kind}
 		n[k]++
 		if n[k] >= 2 {
-			out[k.tk] = fmt.Sprintf("%d %s effects", n[k], e.Kind)
+			out[k.tk] = countOf(n[k], e.Kind)
 		}
 	}
 	return out

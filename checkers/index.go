@@ -1,7 +1,9 @@
 package checkers
 
 import (
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/idemchaos/idemchaos/history"
 )
@@ -21,6 +23,14 @@ type index struct {
 
 	attr        *attribution
 	attrProfile Profile
+	attrFP      string
+
+	// deadline, when set, is when the checks that compare the attempts of
+	// a key stop and call the keys they did not reach unknown.
+	deadline time.Time
+	budget   time.Duration
+	polls    int
+	over     bool
 }
 
 // indexed is implemented by the checkers of this package: Check on a shared
@@ -115,10 +125,31 @@ func (ix *index) byInvoke(x, y int32) int {
 	return 0
 }
 
-// attribution returns the effects joined to intents under profile p.
-func (ix *index) attribution(p Profile) *attribution {
-	if ix.attr == nil || ix.attrProfile != p {
-		ix.attr, ix.attrProfile = attribute(ix.h, ix.effects, p), p
+// attribution returns the effects joined to intents under contract ct.
+func (ix *index) attribution(ct *Contract) *attribution {
+	if ix.attr == nil || ix.attrProfile != ct.Profile || ix.attrFP != ct.Fingerprint {
+		ix.attr, ix.attrProfile, ix.attrFP = attribute(ix.h, ix.effects, ct.Profile, ct), ct.Profile, ct.Fingerprint
 	}
 	return ix.attr
+}
+
+// expired reports whether the time budget ran out. It reads the clock
+// only every 64 calls: it is asked once per key.
+func (ix *index) expired() bool {
+	if ix.deadline.IsZero() {
+		return false
+	}
+	if ix.over {
+		return true
+	}
+	ix.polls++
+	if ix.polls&63 == 1 && time.Now().After(ix.deadline) {
+		ix.over = true
+	}
+	return ix.over
+}
+
+// budgetReason says that left of n keys went unchecked.
+func (ix *index) budgetReason(left, n int) string {
+	return fmt.Sprintf("the time budget (--max-time %s) ran out: %d of %d keys were not checked", ix.budget, left, n)
 }

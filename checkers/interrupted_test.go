@@ -25,6 +25,7 @@ func TestInterrupted_NeverAViolation(t *testing.T) {
 		t.Run(invariant+"/"+filepath.Base(file), func(t *testing.T) {
 			t.Parallel()
 			opts, keep := readOpts(t, strings.TrimSuffix(file, ".jsonl")+".opts")
+			opts = append([]checkers.Option{checkers.WithContract(metaContract(t, file))}, opts...)
 			b, err := os.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)
@@ -52,9 +53,21 @@ func TestInterrupted_NeverAViolation(t *testing.T) {
 
 func loadBytes(t *testing.T, b []byte, keep []string) *history.History {
 	t.Helper()
-	h, err := history.Load(bytes.NewReader(b), history.LoadOptions{KeepHeaders: keep})
+	// Every header is kept, as in the golden test: the contract decides.
+	h, err := history.Load(bytes.NewReader(b), history.LoadOptions{KeepHeaders: keep, KeepHeader: func(string) bool { return true }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// metaContract is the contract a golden history's meta event carries.
+func metaContract(t *testing.T, file string) checkers.Contract {
+	t.Helper()
+	h := loadGolden(t, file, nil)
+	c, err := checkers.ContractFromMeta(h.Meta.Contract)
+	if err != nil {
+		t.Fatalf("meta contract: %v", err)
+	}
+	return c
 }

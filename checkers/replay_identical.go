@@ -7,9 +7,20 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
-// ReplayIdentical returns the checker of "replay-identical": every successful
-// response for one (tenant, endpoint, key) and one payload is byte-identical
-// in status and body, and in the configured headers (default Content-Type).
+// ReplayIdentical returns the checker of "replay-identical": an identical
+// retry is answered with the replay. For one (tenant, endpoint, key) and one
+// payload (as the contract's fingerprint judges it):
+//
+//   - every successful response repeats the first success in status, body
+//     and the significant headers it carried (every header but
+//     [Contract.ReplayIgnore], or only [Contract.ReplayHeaders]);
+//   - a retry sent after the first success was received is never rejected
+//     instead (the reuse status, 400, 409, 412 or 422: the retry never gets
+//     its answer), and never stays "in flight" for good;
+//   - a retry is never rejected as a reused key when no other payload was
+//     ever sent with the key.
+//
+// This holds under every status-contract profile.
 func ReplayIdentical(opts ...Option) Checker { return replayIdentical{newConfig(opts)} }
 
 type replayIdentical struct{ cfg config }
@@ -26,42 +37,147 @@ func (c replayIdentical) check(ix *index) Result {
 	h := ix.h
 	r := Result{Name: c.Name()}
 	order, groups := ix.byScope()
+	ct := &c.cfg.contract
 	// The first success of each payload is the response every replay of
 	// that payload must repeat. Payloads are few per key.
 	type payload struct {
 		hash  uint64
-		first int32
+		first int32 // first success, -1 until one arrives
+		seen  int32 // first attempt
 		bad   []int32
 	}
 	var buf [4]payload
 	for g, s := range order {
 		idx := groups[g]
 		ps := buf[:0]
-		for _, i := range idx {
+		var refused *Violation
+		for n, i := range idx {
 			a := &h.Attempts[i]
-			if classify(a, c.cfg.profile) != succeeded {
-				continue
-			}
-			r.Checked++
+			fp := ct.same(a)
 			j := 0
-			for j < len(ps) && ps[j].hash != a.ReqHash {
+			for j < len(ps) && ps[j].hash != fp {
 				j++
 			}
 			if j == len(ps) {
-				ps = append(ps, payload{hash: a.ReqHash, first: i})
+				ps = append(ps, payload{hash: fp, first: -1, seen: i})
+				if classify(a, c.cfg.profile()) == succeeded {
+					ps[j].first = i
+					r.Checked++
+				}
 				continue
 			}
-			if c.differs(&h.Attempts[ps[j].first], a) != "" {
-				ps[j].bad = append(ps[j].bad, i)
+			p := &ps[j]
+			if classify(a, c.cfg.profile()) == succeeded {
+				r.Checked++
+				if p.first < 0 {
+					p.first = i
+				} else if c.differs(&h.Attempts[p.first], a) != "" {
+					p.bad = append(p.bad, i)
+				}
+				continue
+			}
+			if a.Outcome == history.OK {
+				r.Checked++ // an identical retry that did not succeed
+			}
+			if refused == nil {
+				refused = c.refusedRetry(h, s, idx, n, p.first, p.seen)
 			}
 		}
 		for _, p := range ps {
 			if len(p.bad) > 0 {
-				r.Violations = append(r.Violations, c.violation(h, s, p.first, p.bad))
+				r.Violations = append(r.Violations, c.violation(h, ix.effects, s, p.first, p.bad))
 			}
+		}
+		if refused != nil {
+			r.Violations = append(r.Violations, *refused)
 		}
 	}
 	return finish(r, h, "")
+}
+
+// refusedRetry judges the n-th attempt of a scope, an identical retry that
+// did not succeed: first is the first success of its payload (-1 for none),
+// seen its payload's first attempt.
+func (c replayIdentical) refusedRetry(h *history.History, s scope, idx []int32, n int, first, seen int32) *Violation {
+	b := &h.Attempts[idx[n]]
+	if b.Outcome != history.OK {
+		return nil
+	}
+	p := c.cfg.profile()
+	ct := &c.cfg.contract
+	v := &Violation{Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: b.Intent}
+	if first >= 0 && h.Attempts[first].Complete >= 0 && b.Invoke > h.Attempts[first].Complete {
+		f := &h.Attempts[first]
+		switch {
+		case b.Status == p.InFlight:
+			// Stuck only if the key never got out of "in flight": a later
+			// identical attempt that succeeded shows a passing race.
+			for _, i := range idx[n+1:] {
+				if a := &h.Attempts[i]; ct.same(a) == ct.same(b) && classify(a, p) == succeeded {
+					return nil
+				}
+			}
+			if overlapsOther(h, idx, b) {
+				return nil
+			}
+			v.Ops = []int64{f.Op, b.Op}
+			v.Explanation = fmt.Sprintf("%s: op %d succeeded (%d) at %s, yet the identical retry op %d, sent after that, was told %d (in flight) and no later retry got the replay; a decided key must answer an identical retry with the replay.",
+				describeScope(s), f.Op, f.Status, at(f.Complete), b.Op, b.Status)
+			v.Cause = "the key's record stays 'in progress' after the success: the completion (status and stored response) is never written, so every retry is turned away"
+			return v
+		case refusal(b.Status, p):
+			v.Ops = []int64{f.Op, b.Op}
+			v.Explanation = fmt.Sprintf("%s: op %d succeeded (%d) at %s, yet the identical retry op %d, sent after that, was rejected with %d; an identical retry must be answered with the replay, or the client never learns its answer.",
+				describeScope(s), f.Op, f.Status, at(f.Complete), b.Op, b.Status)
+			v.Cause = c.refusalCause(f, b)
+			return v
+		}
+		return nil
+	}
+	// No success yet: a retry of a request that may have executed, told
+	// that its key was used with another payload although none was sent.
+	if b.Status != p.Reuse || idx[n] == seen || otherPayloadBefore(h, idx, b, ct) {
+		return nil
+	}
+	a := &h.Attempts[seen]
+	v.Ops = []int64{a.Op, b.Op}
+	v.Explanation = fmt.Sprintf("%s: the retry op %d carried the same payload as op %d (%s) and was rejected with %d, the status of a reused key, although no other payload was ever sent with this key; an identical retry must be answered with the replay.",
+		describeScope(s), b.Op, a.Op, statusOf(a), b.Status)
+	v.Cause = c.refusalCause(a, b)
+	return v
+}
+
+// refusal reports a rejection that a decided key must never give an
+// identical retry: an idempotency answer, not auth or rate limiting.
+func refusal(status int, p Profile) bool {
+	switch status {
+	case p.Reuse, 400, 409, 412, 422:
+		return true
+	}
+	return p.MissingKey != 0 && status == p.MissingKey
+}
+
+func (c replayIdentical) refusalCause(a, b *history.Attempt) string {
+	p := c.cfg.profile()
+	switch {
+	case a.ReqHash != b.ReqHash:
+		return "the service fingerprints the raw bytes, while the contract says canonical: the same JSON with another key order or spacing is taken for another payload"
+	case b.Status == p.Reuse:
+		return "the payload fingerprint includes something the client does not control (a header such as Date or a request id, the attempt number, a timestamp), so an unchanged retry looks like another payload and never gets its answer"
+	case b.Status == p.InFlight:
+		return "the key's record stays 'in progress' after the success: the completion is never written, so every retry is turned away"
+	}
+	return "the service rejects a retry of a decided key instead of replaying the stored response"
+}
+
+// overlapsOther reports whether another attempt of the scope ran while b did.
+func overlapsOther(h *history.History, idx []int32, b *history.Attempt) bool {
+	for _, i := range idx {
+		if a := &h.Attempts[i]; a.Op != b.Op && overlaps(a, b, h.End) {
+			return true
+		}
+	}
+	return false
 }
 
 // differs says how b differs from a, or "" when it is a faithful replay.
@@ -75,34 +191,53 @@ func (c replayIdentical) differs(a, b *history.Attempt) string {
 		}
 		return fmt.Sprintf("body %s instead of %s", quoteBody(b), quoteBody(a))
 	}
-	for _, name := range c.cfg.headers {
+	explicit := c.cfg.contract.ReplayHeaders != nil
+	for _, name := range c.cfg.contract.compared(a.RespHeaders) {
 		va, oka := a.RespHeaders.Get(name)
 		vb, okb := b.RespHeaders.Get(name)
-		if va != vb || oka != okb {
+		switch {
+		case oka && !okb:
+			return fmt.Sprintf("no %s header where the first response had %s: %q", name, name, va)
+		case okb && !oka && explicit:
+			return fmt.Sprintf("header %s %q where the first response had none", name, vb)
+		case va != vb:
 			return fmt.Sprintf("header %s %q instead of %q", name, vb, va)
 		}
 	}
 	return ""
 }
 
-func (c replayIdentical) violation(h *history.History, s scope, first int32, bad []int32) Violation {
+func (c replayIdentical) violation(h *history.History, effects []history.Effect, s scope, first int32, bad []int32) Violation {
 	a, b := &h.Attempts[first], &h.Attempts[bad[0]]
 	ops := append([]int64{a.Op}, opsOf(h, bad)...)
 	diff := c.differs(a, b)
 	v := Violation{
 		Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: b.Intent, Ops: ops,
-		Explanation: fmt.Sprintf("%s: the first success (op %d, %d) was answered differently on replay: op %d got %s; every replay must repeat the first response byte for byte.",
-			describeScope(s), a.Op, a.Status, b.Op, diff),
+		Explanation: fmt.Sprintf("%s: the first success (op %d, %d) was answered differently on replay: op %d got %s; every replay must repeat the first response %s.",
+			describeScope(s), a.Op, a.Status, b.Op, diff, map[bool]string{true: "byte for byte", false: "with the significant headers it carried"}[!strings.Contains(diff, "header")]),
 	}
 	switch {
 	case b.RespLen == 0 && a.RespLen > 0:
 		v.Cause = "the replay returns an empty body: the first response was not stored, so a client that lost it never learns the order id (empty replay)"
+	case strings.HasPrefix(diff, "body") && executedTwice(effects, s):
+		v.Cause = "the retry was executed a second time and its own response returned: the lookup missed the stored record, so this is no replay at all"
 	case strings.HasPrefix(diff, "body"):
 		v.Cause = "the replay rebuilt the response instead of returning the stored bytes (ids or timestamps regenerated on replay)"
+	case strings.HasPrefix(diff, "no "):
+		v.Cause = "the replay does not restore the headers of the stored response (only status and body were stored), so a client that lost the first answer loses them"
 	case strings.HasPrefix(diff, "header"):
 		v.Cause = "the replay does not restore the stored headers"
 	default:
 		v.Cause = "the replay does not restore the stored status"
 	}
 	return v
+}
+
+// executedTwice reports an effect kind the scope's (tenant, key) produced
+// more than once.
+func executedTwice(effects []history.Effect, s scope) bool {
+	if s.key == "" {
+		return false
+	}
+	return duplicatedKeys(effects, map[tenantKey]bool{{s.tenant, s.key}: true})[tenantKey{s.tenant, s.key}] != ""
 }

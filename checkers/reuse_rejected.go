@@ -25,30 +25,39 @@ func (c reuseRejected) check(ix *index) Result {
 	h := ix.h
 	r := Result{Name: c.Name()}
 	order, groups := ix.byScope()
+	ct := &c.cfg.contract
+	var byKey map[string][]int // scopes of each key, built for a phantom reuse
+	looseKnown, looseSeen := false, false
 	for g, s := range order {
 		idx := groups[g]
-		if !severalPayloads(h, idx) {
-			if v, bad := c.phantomReuse(h, s, idx); bad {
+		if !severalPayloads(h, idx, ct) {
+			if byKey == nil {
+				byKey = scopesByKey(order)
+			}
+			if v, bad := c.phantomReuse(h, s, idx, order, groups, byKey[s.key], &r.Checked); bad {
 				r.Violations = append(r.Violations, v)
 			}
 			continue
 		}
 		r.Checked++
+		if !looseKnown {
+			looseKnown, looseSeen = true, reuseRejectedSomewhere(h, order, groups, c.cfg.profile(), ct)
+		}
 		// The owner is the payload the service acknowledged first; every
 		// other payload must be rejected.
 		owner := int32(-1)
 		for _, i := range idx {
 			a := &h.Attempts[i]
-			if classify(a, c.cfg.profile) == succeeded && (owner < 0 || a.Complete < h.Attempts[owner].Complete) {
+			if classify(a, c.cfg.profile()) == succeeded && (owner < 0 || a.Complete < h.Attempts[owner].Complete) {
 				owner = i
 			}
 		}
 		for _, i := range idx {
 			a := &h.Attempts[i]
-			if owner >= 0 && a.ReqHash == h.Attempts[owner].ReqHash {
+			if owner >= 0 && ct.distinct(a) == ct.distinct(&h.Attempts[owner]) {
 				continue
 			}
-			if v, bad := c.judge(h, s, idx, owner, a); bad {
+			if v, bad := c.judge(h, s, idx, owner, a, looseSeen); bad {
 				r.Violations = append(r.Violations, v)
 				break // one violation per key is enough to explain it
 			}
@@ -57,10 +66,10 @@ func (c reuseRejected) check(ix *index) Result {
 	return finish(r, h, "")
 }
 
-func severalPayloads(h *history.History, idx []int32) bool {
-	first := h.Attempts[idx[0]].ReqHash
+func severalPayloads(h *history.History, idx []int32, ct *Contract) bool {
+	first := ct.distinct(&h.Attempts[idx[0]])
 	for _, i := range idx[1:] {
-		if h.Attempts[i].ReqHash != first {
+		if ct.distinct(&h.Attempts[i]) != first {
 			return true
 		}
 	}
@@ -68,38 +77,46 @@ func severalPayloads(h *history.History, idx []int32) bool {
 }
 
 // judge checks one attempt whose payload is not the owner's.
-func (c reuseRejected) judge(h *history.History, s scope, idx []int32, owner int32, a *history.Attempt) (Violation, bool) {
+func (c reuseRejected) judge(h *history.History, s scope, idx []int32, owner int32, a *history.Attempt, looseSeen bool) (Violation, bool) {
 	v := Violation{Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: a.Intent}
-	switch classify(a, c.cfg.profile) {
+	ct := &c.cfg.contract
+	switch classify(a, c.cfg.profile()) {
 	case succeeded:
 		o := &h.Attempts[owner]
 		v.Ops = []int64{o.Op, a.Op}
 		if a.RespHash == o.RespHash && a.RespLen == o.RespLen {
 			v.Explanation = fmt.Sprintf("%s was reused with a different payload (op %d) and got the other payload's response (the same %d and body as op %d); it must be rejected with %d.",
-				describeScope(s), a.Op, a.Status, o.Op, c.cfg.profile.Reuse)
-			v.Cause = "the service does not store a request fingerprint with the key, so it cannot tell a reused key from a retry"
+				describeScope(s), a.Op, a.Status, o.Op, c.cfg.profile().Reuse)
+			switch {
+			case ct.Fingerprint == FingerprintStrict && a.ReqCanon == o.ReqCanon:
+				v.Cause = "the service fingerprints the parsed JSON (key order and spacing ignored), while the contract says strict: set fingerprint: canonical if that is intended"
+			case looseSeen:
+				v.Cause = "the payload comparison is too loose: it rejects other payloads, but takes values of another type ('qty':1, 'qty':\"1\", 'qty':true) or fields it does not compare for the same payload"
+			default:
+				v.Cause = "the service does not store a request fingerprint with the key (or compares too little of it), so it cannot tell a reused key from a retry"
+			}
 		} else {
 			v.Explanation = fmt.Sprintf("%s was reused with a different payload (op %d) and executed it (%d, body %s) after op %d had succeeded with the first payload; it must be rejected with %d.",
-				describeScope(s), a.Op, a.Status, quoteBody(a), o.Op, c.cfg.profile.Reuse)
+				describeScope(s), a.Op, a.Status, quoteBody(a), o.Op, c.cfg.profile().Reuse)
 			v.Cause = "the key's record does not bind the request fingerprint, or the claim is not checked before executing"
 		}
 		return v, true
 	case rejected, pending:
-		if a.Outcome != history.OK || a.Status == c.cfg.profile.Reuse {
+		if a.Outcome != history.OK || a.Status == c.cfg.profile().Reuse {
 			return v, false
 		}
 		if a.Status == 429 || a.Status == 425 {
 			return v, false // throttled before anyone looked at the key: says nothing about reuse
 		}
-		if !otherPayloadBefore(h, idx, a) {
+		if !otherPayloadBefore(h, idx, a, ct) {
 			return v, false // no other payload had claimed the key yet: not a reuse answer
 		}
-		if a.Status == c.cfg.profile.InFlight && overlapsAny(h, idx, a) {
+		if a.Status == c.cfg.profile().InFlight && overlapsAny(h, idx, a, ct) {
 			return v, false // the first payload was still in flight: 409 is fair
 		}
 		v.Ops = []int64{a.Op}
 		v.Explanation = fmt.Sprintf("%s was reused with a different payload (op %d) and rejected with %d; the %s contract says %d.",
-			describeScope(s), a.Op, a.Status, c.cfg.profile.Name, c.cfg.profile.Reuse)
+			describeScope(s), a.Op, a.Status, c.cfg.profile().Name, c.cfg.profile().Reuse)
 		v.Cause = "the status contract differs from the profile: set the scenario's contract to the service's documented statuses if this is intended"
 		return v, true
 	}
@@ -110,47 +127,105 @@ func (c reuseRejected) judge(h *history.History, s scope, idx []int32, owner int
 // before a ended. Only then can a's answer be a reuse rejection: a 400 for an
 // invalid first payload that the client then fixed under the same key is
 // that payload's own answer. idx is sorted by invoke time.
-func otherPayloadBefore(h *history.History, idx []int32, a *history.Attempt) bool {
+func otherPayloadBefore(h *history.History, idx []int32, a *history.Attempt, ct *Contract) bool {
 	end := a.End(h.End)
 	for _, i := range idx {
 		b := &h.Attempts[i]
 		if b.Invoke >= end {
 			return false
 		}
-		if b.ReqHash != a.ReqHash {
+		if ct.distinct(b) != ct.distinct(a) {
 			return true
 		}
 	}
 	return false
 }
 
-func overlapsAny(h *history.History, idx []int32, a *history.Attempt) bool {
+func overlapsAny(h *history.History, idx []int32, a *history.Attempt, ct *Contract) bool {
 	for _, i := range idx {
 		b := &h.Attempts[i]
-		if b.Op != a.Op && b.ReqHash != a.ReqHash && overlaps(a, b, h.End) {
+		if b.Op != a.Op && ct.distinct(b) != ct.distinct(a) && overlaps(a, b, h.End) {
 			return true
 		}
 	}
 	return false
 }
 
-// phantomReuse catches a key rejected as reused although its scope only ever
-// saw one payload: the service matched it against another scope's record
-// (another tenant's, or another endpoint's).
-func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32) (Violation, bool) {
-	if c.cfg.profile.Reuse == 0 {
+// phantomReuse catches a key rejected as reused although its scope only
+// ever saw one payload. When another tenant or endpoint had used the same
+// key before, the service matched its record: a global key space. An
+// identical retry rejected so is replay-identical's to report; a first use
+// rejected so, with no other use of the key anywhere, is reported here.
+func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, order []scope, groups [][]int32, same []int, checked *int) (Violation, bool) {
+	if c.cfg.profile().Reuse == 0 {
 		return Violation{}, false
 	}
-	for _, i := range idx {
+	for n, i := range idx {
 		a := &h.Attempts[i]
-		if a.Outcome == history.OK && a.Status == c.cfg.profile.Reuse {
-			return Violation{
-				Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: a.Intent, Ops: []int64{a.Op},
-				Explanation: fmt.Sprintf("%s was rejected with %d as a reused key (op %d), but this tenant only ever sent one payload with it; a key is only reused within its own scope.",
-					describeScope(s), a.Status, a.Op),
-				Cause: "the key's scope is wider than (tenant, endpoint, key): another tenant's record with the same key was found",
-			}, true
+		if a.Outcome != history.OK || a.Status != c.cfg.profile().Reuse {
+			continue
 		}
+		*checked++
+		v := Violation{
+			Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: a.Intent, Ops: []int64{a.Op},
+		}
+		if o := otherScopeBefore(h, s, a, order, groups, same); o != nil {
+			v.Ops = []int64{o.Op, a.Op}
+			v.Explanation = fmt.Sprintf("%s was rejected with %d as a reused key (op %d), but this tenant and endpoint only ever sent one payload with it; the key had been used by tenant %s on %s %s (op %d), and a key is only reused within its own (tenant, endpoint) scope.",
+				describeScope(s), a.Status, a.Op, o.Tenant, o.Method, o.Path, o.Op)
+			v.Cause = "the key's scope is wider than (tenant, endpoint, key): one global key space, so another tenant's (or endpoint's) record with the same key was found"
+			return v, true
+		}
+		if n > 0 {
+			return Violation{}, false // an identical retry: replay-identical judges it
+		}
+		v.Explanation = fmt.Sprintf("%s was rejected with %d as a reused key on its first use (op %d), though no request anywhere in the history had used the key before; a key is reused only by its own scope.",
+			describeScope(s), a.Status, a.Op)
+		v.Cause = "the service found a record for a key nobody had sent: keys are not scoped per tenant and endpoint, or records from other clients or earlier runs collide with it"
+		return v, true
 	}
 	return Violation{}, false
+}
+
+// scopesByKey lists the scopes of each key, in order.
+func scopesByKey(order []scope) map[string][]int {
+	m := make(map[string][]int)
+	for g, s := range order {
+		m[s.key] = append(m[s.key], g)
+	}
+	return m
+}
+
+// otherScopeBefore returns the first attempt of another scope with the same
+// key invoked before a ended, or nil.
+func otherScopeBefore(h *history.History, s scope, a *history.Attempt, order []scope, groups [][]int32, same []int) *history.Attempt {
+	var first *history.Attempt
+	for _, g := range same {
+		if order[g] == s {
+			continue
+		}
+		b := &h.Attempts[groups[g][0]]
+		if b.Invoke < a.End(h.End) && (first == nil || b.Invoke < first.Invoke) {
+			first = b
+		}
+	}
+	return first
+}
+
+// reuseRejectedSomewhere reports whether the service rejected a reused key
+// with another payload anywhere in the history: then it does keep a
+// fingerprint, and a reuse it let through points at a loose comparison.
+func reuseRejectedSomewhere(h *history.History, order []scope, groups [][]int32, p Profile, ct *Contract) bool {
+	for g := range order {
+		idx := groups[g]
+		if len(idx) < 2 || !severalPayloads(h, idx, ct) {
+			continue
+		}
+		for _, i := range idx[1:] {
+			if a := &h.Attempts[i]; a.Outcome == history.OK && a.Status == p.Reuse && ct.distinct(a) != ct.distinct(&h.Attempts[idx[0]]) {
+				return true
+			}
+		}
+	}
+	return false
 }

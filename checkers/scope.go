@@ -116,3 +116,12 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// countOf says how many effects of a kind: "1 order effect", "2 order
+// effects"; a kind that says nothing ("", "effect") is left out: "2 effects".
+func countOf(n int, kind string) string {
+	if kind == "" || kind == "effect" || kind == "effects" {
+		return fmt.Sprintf("%d %s", n, plural(n, "effect", "effects"))
+	}
+	return fmt.Sprintf("%d %s %s", n, kind, plural(n, "effect", "effects"))
+}

@@ -41,7 +41,7 @@ func (c tenantIsolation) check(ix *index) Result {
 	var bodies []bodyOwner
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
-		if classify(a, c.cfg.profile) != succeeded || a.RespLen == 0 {
+		if classify(a, c.cfg.profile()) != succeeded || a.RespLen == 0 {
 			continue
 		}
 		r.Checked++
@@ -70,7 +70,7 @@ func (c tenantIsolation) check(ix *index) Result {
 	seen := make(map[tenantKey]bool)
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
-		if classify(a, c.cfg.profile) != succeeded || a.RespLen == 0 {
+		if classify(a, c.cfg.profile()) != succeeded || a.RespLen == 0 {
 			continue
 		}
 		o := &bodies[owners[a.RespHash]]
@@ -84,8 +84,18 @@ func (c tenantIsolation) check(ix *index) Result {
 			Ops: []int64{f.Op, a.Op},
 			Explanation: fmt.Sprintf("tenant %s's request (op %d, key %s) got the response produced for tenant %s (op %d, key %s): body %s; a tenant must never see another tenant's response.",
 				a.Tenant, a.Op, a.Key, f.Tenant, f.Op, f.Key, quoteBody(a)),
-			Cause: "idempotency keys share one global namespace instead of being scoped by tenant, so tenant B's key matched tenant A's record",
+			Cause: isolationCause(f, a),
 		})
 	}
 	return finish(r, h, "")
+}
+
+// isolationCause names the leak the evidence points to: the same key in
+// two tenants is a global key space; different keys are a lookup that is
+// not keyed by (tenant, key) at all.
+func isolationCause(owner, leak *history.Attempt) string {
+	if owner.Key == leak.Key {
+		return fmt.Sprintf("idempotency keys share one global namespace instead of being scoped by tenant, so tenant %s's key %s matched tenant %s's record", leak.Tenant, leak.Key, owner.Tenant)
+	}
+	return fmt.Sprintf("the stored response was found by something other than (tenant, key) — the request body, a shared cache slot — since tenant %s used key %s and tenant %s key %s", leak.Tenant, leak.Key, owner.Tenant, owner.Key)
 }

@@ -15,7 +15,7 @@ import (
 
 func TestRegistry_HasEveryDesignKind(t *testing.T) {
 	t.Parallel()
-	want := []string{"consumer-restart", "crash", "double-click", "gateway-5xx", "latency", "rate-limit",
+	want := []string{"consumer-restart", "crash", "double-click", "duplicate-delivery", "gateway-5xx", "latency", "rate-limit",
 		"replica-lag", "response-drop", "retention-expiry", "slow-db"}
 	got := faults.Kinds()
 	if strings.Join(got, ",") != strings.Join(want, ",") {

@@ -100,7 +100,7 @@ func TestCase_ExpectViolationFailsWhenNoneIsSeen(t *testing.T) {
 
 func TestCase_CleanExpectationFailsOnAMutant(t *testing.T) {
 	tb := &fakeTB{}
-	harness.Test(tb, harness.Case{Env: harness.LocalEnv(), Steps: []harness.Step{
+	harness.Test(tb, harness.Case{Env: harness.LocalEnv(), NoInvestigate: true, Steps: []harness.Step{
 		{Scenario: "../scenarios/key-reuse.yaml", Mutant: "no-fingerprint"},
 	}})
 	tb.done()
@@ -109,4 +109,20 @@ func TestCase_CleanExpectationFailsOnAMutant(t *testing.T) {
 	// and the replay.
 	assert.Contains(t, got, "reuse-rejected")
 	assert.Contains(t, got, "--mutant no-fingerprint")
+	assert.NotContains(t, got, "runs of the same plan", "NoInvestigate still re-ran")
+	assert.NotContains(t, got, "shrunk", "NoInvestigate still shrank")
+}
+
+// A failing step is followed up the way run follows one up: re-run to
+// classify it, then shrunk, and the failure says what that found.
+func TestCase_FailureIsClassifiedAndShrunk(t *testing.T) {
+	tb := &fakeTB{}
+	harness.Test(tb, harness.Case{Env: harness.LocalEnv(),
+		Investigate: harness.InvestigateOptions{Reruns: 1, Budget: harness.ShrinkBudget{Runs: 8}},
+		Steps:       []harness.Step{{Scenario: "../scenarios/key-reuse.yaml", Mutant: "no-fingerprint"}}})
+	tb.done()
+	got := strings.Join(tb.errors, "\n")
+	assert.Contains(t, got, "reproducible (2/2 runs of the same plan failed)", "no classification of a deterministic failure")
+	assert.Contains(t, got, "shrunk from ", "no shrunk plan")
+	assert.Contains(t, got, "still violating reuse-rejected", "no shrunk plan")
 }

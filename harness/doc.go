@@ -8,21 +8,30 @@
 // The exported API:
 //
 //   - [Test], [Case], [Step], [TB], [EnvSpec] with [LocalEnv] and
-//     [ExternalEnv]: the Terraform-style Go API for tests.
-//   - [Open] and [OpenOptions]: start the environment a set of scenarios
-//     needs and get a [Runner] for it.
+//     [ExternalEnv]: the Terraform-style Go API for tests. A step that fails
+//     with a violation is classified and shrunk like a failing run
+//     ([Case.Investigate], [Case.NoInvestigate]).
+//   - [Open] and [OpenOptions] ([EnvKind], [ParseEnvKind]): start the
+//     environment a set of scenarios needs and get a [Runner] for it;
+//     [PrepareExternal], [TargetURL] and [CheckOracle] ready scenarios for a
+//     user's service; [Runner.DatabaseProxyAddr].
 //   - [Runner.Run] with [RunOptions]: run one scenario, returning an
 //     [Outcome] of [StepOutcome]s; [CorrectService] forces the correct
-//     reference; [ErrSetup] marks errors that stopped a run before it could
-//     judge anything.
+//     reference, [LookupMutant] and [CheckMutant] name the mutants;
+//     [ErrSetup] marks errors that stopped a run before it could judge
+//     anything.
+//   - [Runner.Investigate] with [InvestigateOptions]: the follow-up of a
+//     failure — re-runs of the same plan to classify it ([Investigation]),
+//     then [Runner.Shrink] with [ShrinkBudget] ([ShrinkResult]).
 //   - [Plan], [TimedFault] and [Plans]: the generated workload of a seed;
-//     [Runner.Shrink] with [ShrinkBudget] and [ShrinkResult] minimises a
-//     failing one.
+//     [SavePlan] and [ReadPlan] keep one.
 //   - [Runner.CatchMatrix] with [MatrixOptions]: the suite against the
-//     correct reference and every mutant ([Matrix], [MatrixRow]).
+//     correct reference and every mutant ([Matrix], [MatrixRow],
+//     [MatrixMutants]); a mutant is caught only by its expected invariant.
 //   - [MaybeChild]: lets a binary serve as the reference's child processes.
 //
-// Sub-packages hold the parts: driver (traffic), oracle (effects), report
-// (text, JSON, JUnit, HTML), bench (the evidence), and the environments:
-// env, pgcluster, pgtest, proxy, proc and runenv.
+// Sub-packages hold the parts: driver (traffic) and oracle (effects), and
+// pgtest (a throwaway Postgres for a user's tests). The infrastructure
+// (environments, Postgres clusters, processes, proxies) is under internal/;
+// see ARCHITECTURE.md.
 package harness

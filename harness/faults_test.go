@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/scenarios"
@@ -227,6 +228,16 @@ invariants: [exactly-once, replay-identical]`
 		{"consumer-restart", "../scenarios/consumer-restart.yaml", "", "consumer-no-dedupe", "exactly-once"},
 		{"replica-lag", "../scenarios/replica-lag-lookup.yaml", "", "replica-read", "exactly-once"},
 		{"retention-expiry", "../scenarios/retention-window.yaml", "", "short-retention", "exactly-once"},
+		{"duplicate-delivery", "../scenarios/duplicate-delivery.yaml", "", "check-then-insert", "exactly-once"},
+	}
+	covered := map[string]bool{}
+	for _, tc := range cases {
+		covered[tc.fault] = true
+	}
+	for _, k := range faults.Kinds() {
+		if !covered[k] {
+			t.Errorf("fault kind %s has no case here: a new kind needs its scenario and the mutant it exposes", k)
+		}
 	}
 	for _, tc := range cases {
 		t.Run(tc.fault, func(t *testing.T) {

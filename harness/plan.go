@@ -66,7 +66,12 @@ func parseFaultID(id string) (int, bool) {
 // generators, seeded: the same seed gives the same plan. Rates are decided
 // with an unbiased coin (rapid biases its draws toward edge cases, which is
 // right for values and wrong for a configured fraction).
-func generatePlan(seed int64, tr scenarios.Traffic, ep scenarios.Endpoint, fs []builtFault, tenants []string, prefix, keyPrefix string) Plan {
+//
+// An intent's template values are drawn first and its request is rendered
+// last, from its final tenant and key (the driver renders every attempt
+// again from its own key): a shared or reused key never leaves a body that
+// names another tenant.
+func generatePlan(seed int64, tr scenarios.Traffic, rq requestSpec, fs []builtFault, tenants []string, prefix, keyPrefix string) Plan {
 	gen := rapid.Custom(func(t *rapid.T) Plan {
 		coin := func(rate float64, label string) bool {
 			if rate <= 0 {
@@ -82,20 +87,22 @@ func generatePlan(seed int64, tr scenarios.Traffic, ep scenarios.Endpoint, fs []
 				ID:     fmt.Sprintf("%si%d", prefix, i+1),
 				Tenant: tenants[rapid.IntRange(0, len(tenants)-1).Draw(t, "tenant")],
 				Key:    fmt.Sprintf("%s%sk%d-%d", keyPrefix, prefix, seed, i+1),
-				Method: ep.Method, Path: ep.Path,
+				Method: rq.method,
 				At:     time.Duration(rapid.Int64Range(0, spread).Draw(t, "at")) * time.Millisecond,
 				Client: i%max(tr.Concurrency, 1) + 1,
+				Vars:   drawVars(t, i),
 			}
-			in.Body = fillBody(ep.Body, in, t, i)
 			if i > 0 && coin(tr.Collisions, "collision") {
 				j := rapid.IntRange(0, i-1).Draw(t, "collides-with")
-				in.Tenant, in.Body = p.Intents[j].Tenant, p.Intents[j].Body
+				in.Tenant, in.Vars, in.Variant = p.Intents[j].Tenant, p.Intents[j].Vars, p.Intents[j].Variant
 			} else if i > 0 && coin(tr.Reuse, "reuse") {
 				j := rapid.IntRange(0, i-1).Draw(t, "reuses")
 				in.Tenant, in.Key = p.Intents[j].Tenant, p.Intents[j].Key
-				if bytes.Equal(in.Body, p.Intents[j].Body) {
-					in.Body = reusedBody(p.Intents[j].Body, i)
-				}
+				// The type-only probe goes with an explicit fingerprint: a
+				// typed service may refuse "qty":"1" as invalid (400) rather
+				// than as a reuse, which only a contract that asks for the
+				// probe makes a judged answer.
+				differ(t, &in, p.Intents[j], p.Intents, rq, rq.fingerprint != "" && coin(1.0/3, "retype"), i)
 			} else if i > 0 && len(tenants) > 1 && coin(tr.SharedKeys, "shares-key") {
 				// Another tenant's key and payload: two integrations that
 				// both send "order-1001" for a standard basket.
@@ -110,44 +117,158 @@ func generatePlan(seed int64, tr scenarios.Traffic, ep scenarios.Endpoint, fs []
 				}
 				for _, tn := range tenants {
 					if !used[tn] {
-						in.Tenant, in.Key, in.Body = tn, p.Intents[j].Key, p.Intents[j].Body
+						in.Tenant, in.Key, in.Vars, in.Variant = tn, p.Intents[j].Key, p.Intents[j].Vars, p.Intents[j].Variant
 						break
 					}
 				}
 			}
-			for fi, f := range fs {
-				if !f.aimed || !hits(f.spec.When, i, coin) {
-					continue
-				}
-				if c, ok := f.fault.(faults.Clicker); ok {
-					in.Clicks, in.Spread = c.Clicks()
-					continue
-				}
-				if in.Faults == nil {
-					in.Faults = map[int]string{}
-				}
-				first := max(f.spec.When.Attempt, 1)
-				for a := first; a < first+f.attempts; a++ {
-					in.Faults[a] = faultID(f.spec.Kind, fi)
-				}
-			}
+			aim(&in, i, fs, coin)
+			rq.render(&in)
 			p.Intents = append(p.Intents, in)
 			if coin(tr.Duplicates, "duplicate") {
 				d := in
 				d.Faults, d.Clicks = nil, 0
 				d.At = in.At + time.Duration(rapid.Int64Range(spread/2+50, spread+100).Draw(t, "resubmit-after"))*time.Millisecond
+				// The fingerprint probe: the same payload written another
+				// way, which the contract says is (canonical) or is not
+				// (strict) the same request.
+				if rq.fingerprint != "" && d.Variant == "" && coin(0.5, "reserialise") {
+					d.Variant = driver.VariantReserialised
+					rq.render(&d)
+					if bytes.Equal(d.Body, in.Body) {
+						d.Variant = ""
+						rq.render(&d)
+					}
+				}
 				dups = append(dups, d)
 			}
 		}
 		p.Intents = append(p.Intents, dups...)
-		for fi, f := range fs {
-			if !f.aimed {
-				p.Timed = append(p.Timed, TimedFault{Fault: fi, Kind: f.spec.Kind, At: f.spec.When.At, For: f.spec.When.For})
-			}
-		}
+		p.Timed = timed(fs)
 		return p
 	})
 	return gen.Example(int(seed))
+}
+
+// aim aims the step's aimed faults that pick intent i at it; a fault that
+// spans attempts is aimed at each of them.
+func aim(in *driver.Intent, i int, fs []builtFault, coin func(float64, string) bool) {
+	for fi, f := range fs {
+		if !f.aimed || !hits(f.spec.When, i, coin) {
+			continue
+		}
+		if c, ok := f.fault.(faults.Clicker); ok {
+			in.Clicks, in.Spread = c.Clicks()
+			continue
+		}
+		if in.Faults == nil {
+			in.Faults = map[int]string{}
+		}
+		first := max(f.spec.When.Attempt, 1)
+		for a := first; a < first+f.attempts; a++ {
+			in.Faults[a] = faultID(f.spec.Kind, fi)
+		}
+	}
+}
+
+// timed lists the step's timed faults.
+func timed(fs []builtFault) []TimedFault {
+	var out []TimedFault
+	for fi, f := range fs {
+		if !f.aimed {
+			out = append(out, TimedFault{Fault: fi, Kind: f.spec.Kind, At: f.spec.When.At, For: f.spec.When.For})
+		}
+	}
+	return out
+}
+
+// resendPlan sends the previous step's intents again, same keys and
+// payloads, all at once, with this step's faults: aimed ones re-aimed at
+// the resent intents (a burst of double clicks after the retention
+// expired), timed ones on their clocks.
+func resendPlan(prev Plan, seed int64, fs []builtFault) Plan {
+	p := Plan{Seed: seed}
+	for _, in := range prev.Intents {
+		in.At, in.Faults, in.Clicks, in.Spread = 0, nil, 0, 0
+		p.Intents = append(p.Intents, in)
+	}
+	return withFaults(p, fs)
+}
+
+// withFaults aims a step's faults at a plan made without them (a resend,
+// callbacks): every step kind applies the faults it lists.
+func withFaults(p Plan, fs []builtFault) Plan {
+	gen := rapid.Custom(func(t *rapid.T) Plan {
+		coin := func(rate float64, label string) bool {
+			return rate > 0 && float64(mix(rapid.Uint64().Draw(t, label))%1_000_000) < rate*1_000_000
+		}
+		// rapid refuses a generator that draws nothing (no aimed fault, or
+		// only every-n-th ones): one draw keeps it a generator.
+		_ = rapid.Uint64().Draw(t, "salt")
+		out := p
+		out.Intents = make([]driver.Intent, len(p.Intents))
+		for i, in := range p.Intents {
+			aim(&in, i, fs, coin)
+			out.Intents[i] = in
+		}
+		out.Timed = timed(fs)
+		return out
+	})
+	return gen.Example(int(p.Seed))
+}
+
+// differ makes a reuse intent's payload differ from every earlier payload
+// sent with its key: a type-only change of the reused intent's payload
+// when retype is drawn and the body has a number, else new values, else
+// (a template nothing in which varies) a wrapped body. A reuse that sent
+// the same bytes would be a retry, and a correct service would replay it.
+func differ(t *rapid.T, in *driver.Intent, reused driver.Intent, prev []driver.Intent, rq requestSpec, retype bool, i int) {
+	var earlier [][]byte
+	for _, x := range prev {
+		if x.Key == in.Key && x.Tenant == in.Tenant {
+			earlier = append(earlier, x.Body)
+		}
+	}
+	fresh := func() bool {
+		rq.render(in)
+		for _, b := range earlier {
+			if bytes.Equal(b, in.Body) {
+				return false
+			}
+		}
+		return true
+	}
+	if retype {
+		in.Vars = reused.Vars
+		for _, v := range []string{driver.VariantRetypedString, driver.VariantRetypedBool} {
+			if in.Variant = v; fresh() {
+				return
+			}
+		}
+	}
+	in.Variant = ""
+	for try := 0; try < 8; try++ {
+		if fresh() {
+			return
+		}
+		in.Vars = drawVars(t, i)
+	}
+	for n := i + 1; ; n += 1000 {
+		if in.Variant = driver.VariantWrapped(n); fresh() {
+			return
+		}
+	}
+}
+
+// drawVars draws the template values of intent i.
+func drawVars(t *rapid.T, i int) map[string]string {
+	return map[string]string{
+		"n":      strconv.Itoa(i + 1),
+		"sku":    rapid.SampledFrom([]string{"A-100", "B-200", "C-300", "D-400"}).Draw(t, "sku"),
+		"qty":    strconv.Itoa(rapid.IntRange(1, 5).Draw(t, "qty")),
+		"amount": strconv.Itoa(100 * rapid.IntRange(1, 500).Draw(t, "amount")),
+		"uuid":   fmt.Sprintf("%016x", rapid.Uint64().Draw(t, "uuid")),
+	}
 }
 
 // hits decides whether an aimed fault's "when" picks intent i.
@@ -159,29 +280,6 @@ func hits(w scenarios.When, i int, coin func(float64, string) bool) bool {
 		return coin(w.Fraction, "aim")
 	}
 	return i == 0 // neither: the first intent
-}
-
-// fillBody fills the endpoint's body template for one intent.
-func fillBody(tmpl string, in driver.Intent, t *rapid.T, i int) []byte {
-	r := strings.NewReplacer(
-		"{{intent}}", in.ID,
-		"{{tenant}}", in.Tenant,
-		"{{n}}", strconv.Itoa(i+1),
-		"{{sku}}", rapid.SampledFrom([]string{"A-100", "B-200", "C-300", "D-400"}).Draw(t, "sku"),
-		"{{qty}}", strconv.Itoa(rapid.IntRange(1, 5).Draw(t, "qty")),
-		"{{amount}}", strconv.Itoa(100*rapid.IntRange(1, 500).Draw(t, "amount")),
-		"{{uuid}}", fmt.Sprintf("%016x", rapid.Uint64().Draw(t, "uuid")),
-	)
-	return []byte(r.Replace(tmpl))
-}
-
-// reusedBody is a payload that differs from orig: what a client that reuses
-// a key for something else sends.
-func reusedBody(orig []byte, i int) []byte {
-	if len(orig) > 1 && orig[0] == '{' && orig[len(orig)-1] == '}' {
-		return []byte(fmt.Sprintf(`{"reused_by":%d,"was":%s}`, i+1, orig))
-	}
-	return append(append([]byte{}, orig...), fmt.Sprintf(" (reused by %d)", i+1)...)
 }
 
 // mix is splitmix64's finaliser: it spreads rapid's small-biased draws
@@ -207,6 +305,9 @@ func (p Plan) Describe() string {
 	b.WriteString("\n")
 	for _, in := range p.Intents {
 		fmt.Fprintf(&b, "  %-6s tenant %-3s key %-14s at %-6s %s %s body %s", in.ID, in.Tenant, in.Key, in.At, in.Method, in.Path, in.Body)
+		if in.Variant != "" {
+			fmt.Fprintf(&b, "  (%s)", in.Variant)
+		}
 		if in.Clicks > 1 {
 			fmt.Fprintf(&b, "  double-click ×%d within %s", in.Clicks, in.Spread)
 		}
@@ -245,7 +346,7 @@ func Plans(s *scenarios.Scenario, seed int64) ([]Plan, error) {
 			return nil, err
 		}
 		if st.Resend && i > 0 {
-			out = append(out, resendPlan(out[i-1]))
+			out = append(out, resendPlan(out[i-1], seed+int64(i), fs))
 			continue
 		}
 		if cb := st.Callbacks; cb != nil {
@@ -254,7 +355,7 @@ func Plans(s *scenarios.Scenario, seed int64) ([]Plan, error) {
 				d.Status, d.Path, d.Deliveries, d.Spread)})
 			continue
 		}
-		out = append(out, generatePlan(seed+int64(i), stepTraffic(s, st), s.Endpoint, fs, tenantsOf(s), stepPrefix(i), ""))
+		out = append(out, generatePlan(seed+int64(i), stepTraffic(s, st), requestOf(s), fs, tenantsOf(s), stepPrefix(i), ""))
 	}
 	return out, nil
 }

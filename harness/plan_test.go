@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/idemchaos/idemchaos/faults"
+	"github.com/idemchaos/idemchaos/harness/driver"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -15,7 +16,7 @@ func TestGeneratePlan_AimsEverySpannedAttempt(t *testing.T) {
 		Traffic: scenarios.Traffic{Intents: 3, Concurrency: 1}}
 	fs := []builtFault{{spec: scenarios.FaultSpec{Kind: "retention-expiry", When: scenarios.When{Attempt: 2, Nth: 1}},
 		fault: &faults.RetentionExpiry{}, aimed: true, attempts: 3}}
-	p := generatePlan(7, s.Traffic, s.Endpoint, fs, []string{"t1"}, "", "")
+	p := generatePlan(7, s.Traffic, requestOf(s), fs, []string{"t1"}, "", "")
 	for _, in := range p.Intents {
 		for _, a := range []int{2, 3, 4} {
 			if in.Faults[a] != "retention-expiry#0" {
@@ -24,6 +25,26 @@ func TestGeneratePlan_AimsEverySpannedAttempt(t *testing.T) {
 		}
 		if _, ok := in.Faults[1]; ok || len(in.Faults) != 3 {
 			t.Fatalf("intent %s: faults %v, want attempts 2..4 only", in.ID, in.Faults)
+		}
+	}
+}
+
+// A plan made without faults (callbacks, a resend) takes a step's faults
+// whatever they are, none included.
+func TestWithFaults_NoneAndNth(t *testing.T) {
+	t.Parallel()
+	p := Plan{Seed: 3, Intents: make([]driver.Intent, 4)}
+	if got := withFaults(p, nil); len(got.Intents) != 4 || len(got.Timed) != 0 {
+		t.Fatalf("no faults: %+v", got)
+	}
+	f, err := faults.New("double-click")
+	if err != nil || f.Validate() != nil {
+		t.Fatal(err)
+	}
+	got := withFaults(p, []builtFault{{spec: scenarios.FaultSpec{Kind: "double-click", When: scenarios.When{Nth: 2}}, fault: f}})
+	for i, in := range got.Intents {
+		if want := map[bool]int{true: 2, false: 0}[(i+1)%2 == 0]; in.Clicks != want {
+			t.Errorf("intent %d: %d clicks, want %d", i+1, in.Clicks, want)
 		}
 	}
 }

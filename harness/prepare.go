@@ -11,16 +11,29 @@ import (
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
-// PrepareExternal points a scenario at the user's service at url and checks
-// that it can run there: the reference oracle cannot read a foreign service,
-// and every fault that acts through the scenario's hooks must find them.
-// allowRemote adds to the scenario's own target.allow_remote.
-func PrepareExternal(s *scenarios.Scenario, url string, allowRemote bool) error {
+// PrepareExternal points a scenario at the user's service at url (--target)
+// and checks that it can run there: the reference oracle cannot read a
+// foreign service, and every fault that acts through the scenario's hooks
+// must find them. allowRemote adds to the scenario's own
+// target.allow_remote. It returns what it changed besides the target, for
+// the user to read: an effects.url on the scenario's old target origin
+// moves with it (the same service's effects endpoint), and the reference
+// oracle gives way to none.
+func PrepareExternal(s *scenarios.Scenario, url string, allowRemote bool) ([]string, error) {
+	old := s.Target.URL
 	s.Target = scenarios.Target{URL: url, AllowRemote: allowRemote || s.Target.AllowRemote}
+	var notes []string
 	if s.Effects.Oracle == "reference" {
 		s.Effects.Oracle = "none"
+		notes = append(notes, fmt.Sprintf("%s: effects are not read (the reference oracle reads only the bundled service): set effects.oracle to sql or http to judge exactly-once", s.Name))
 	}
-	return checkHooks(s)
+	if s.Effects.URL != "" && old != "" {
+		if moved, ok := moveOrigin(s.Effects.URL, old, url); ok && moved != s.Effects.URL {
+			notes = append(notes, fmt.Sprintf("%s: effects.url %s moved to %s with the target", s.Name, s.Effects.URL, moved))
+			s.Effects.URL = moved
+		}
+	}
+	return notes, checkHooks(s)
 }
 
 // checkHooks refuses a scenario for an external target whose faults need a

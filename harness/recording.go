@@ -1,7 +1,10 @@
 package harness
 
 import (
+	"context"
+
 	"github.com/idemchaos/idemchaos/harness/oracle"
+	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -14,4 +17,17 @@ func ScenarioOracle(s *scenarios.Scenario) oracle.Oracle {
 		return nil
 	}
 	return oracleFor(s, "", false)
+}
+
+// ResolveLoopback applies run's rule to addr (host:port): every address
+// the host resolves to must be loopback (a refusal names setting, e.g.
+// "--upstream"). It returns the first checked address: connect there, not
+// to a later lookup of the name. `idemchaos record` checks its upstream
+// and listen address with it.
+func ResolveLoopback(ctx context.Context, addr, setting string) (string, error) {
+	addrs, err := env.ResolveLoopback(ctx, nil, addr, setting)
+	if err != nil {
+		return "", err
+	}
+	return addrs[0], nil
 }

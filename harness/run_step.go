@@ -66,10 +66,10 @@ func (r *Runner) runStep(ctx context.Context, w *world, t *target, tr scenarios.
 		}()
 	}
 	cfg := driver.Config{
-		BaseURL: t.clientURL, Tokens: t.tokens, KeyHeader: s.Endpoint.KeyHeader, Headers: s.Endpoint.Headers,
+		BaseURL: t.clientURL, Tokens: t.tokens, KeyHeader: s.Endpoint.KeyHeader, Template: requestOf(s).tmpl,
 		Concurrency: tr.Concurrency, MaxRequests: tr.MaxRequests, Deadline: tr.Deadline, Timeout: tr.Timeout,
 		Model: driver.Model(tr.Client), InFlightStatus: inFlightStatus(s),
-		Retry: driver.RetryPolicy{MaxAttempts: tr.Retry.MaxAttempts, Base: tr.Retry.Base, Max: tr.Retry.Max, MaxRetryAfter: tr.Retry.MaxRetryAfter},
+		Retry: driver.RetryPolicy{MaxAttempts: tr.Retry.MaxAttempts, Base: tr.Retry.Base, Max: tr.Retry.Max, MaxRetryAfter: tr.Retry.MaxRetryAfter, Budget: tr.Retry.Budget},
 		Seed:  plan.Seed, Recorder: w.rec, Router: router{w: w, faults: fs},
 	}
 	if s.Target.Reference != nil {
@@ -140,15 +140,18 @@ func inFlightStatus(s *scenarios.Scenario) int {
 	return 409
 }
 
-// checkerFor builds the scenario's invariants and the response headers the
-// history must keep for them.
-func checkerFor(s *scenarios.Scenario) (checkers.Checker, []string, error) {
+// checkerFor builds the scenario's invariants and how the history must be
+// loaded for them: the headers they name, and every response header a
+// replay must repeat (all but the contract's ignore list).
+func checkerFor(s *scenarios.Scenario) (checkers.Checker, history.LoadOptions, error) {
 	keep := append([]string(nil), history.DefaultKeepHeaders...)
 	for _, inv := range s.Invariants {
 		keep = append(keep, inv.Headers...)
 	}
+	opts := checkers.DefaultContract().LoadOptions()
+	opts.KeepHeaders = keep
 	c, err := s.Checker()
-	return c, keep, err
+	return c, opts, err
 }
 
 // stepTraffic is the traffic of a step: the loader already merged the
@@ -173,7 +176,14 @@ func tenantsOf(s *scenarios.Scenario) []string {
 		}
 		return out
 	}
+	// No tokens (the tenant lives in a header, the query, the path or the
+	// body): t1..tN, N the most tenants any step asks for.
 	n := max(s.Traffic.Tenants, 1)
+	for _, st := range s.Steps {
+		if st.Traffic != nil {
+			n = max(n, st.Traffic.Tenants)
+		}
+	}
 	out := make([]string, n)
 	for i := range out {
 		out[i] = fmt.Sprintf("t%d", i+1)

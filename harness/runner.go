@@ -51,7 +51,9 @@ type RunOptions struct {
 	Plans map[int]Plan
 	// HistoryPath names the history file ("" = a new file in HistoryDir).
 	HistoryPath string
-	_           struct{}
+	// Invocation is how the run was started, for its replay command.
+	Invocation Invocation
+	_          struct{}
 }
 
 // CorrectService as [RunOptions.Mutant] runs the reference without a mutant.
@@ -78,6 +80,8 @@ type Outcome struct {
 	History     *history.History
 	Requests    int64
 	Elapsed     time.Duration
+	// Invocation is how the run was started (see [RunOptions]).
+	Invocation Invocation
 }
 
 // Verdict is the worst verdict over the steps' checks.
@@ -100,17 +104,10 @@ func (o *Outcome) Met() bool {
 }
 
 // ReplayCommand is the exact command that replays this run: the same
-// scenario, seed and mutant give the same plan.
+// scenario, environment, seed, mutant and flags give the same plan (see
+// [ReplayCommand]).
 func (o *Outcome) ReplayCommand() string {
-	file := o.Scenario.File
-	if file == "" {
-		file = "<inline scenario>"
-	}
-	cmd := fmt.Sprintf("idemchaos run -s %s --seed %d", file, o.Seed)
-	if o.Mutant != "" {
-		cmd += " --mutant " + o.Mutant
-	}
-	return cmd
+	return ReplayCommand(o.Scenario, o.Seed, o.Mutant, o.Invocation)
 }
 
 // Caught lists the invariants violated in any step, in canonical order.
@@ -148,7 +145,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	default:
 		mutant = opts.Mutant
 	}
-	out := &Outcome{Scenario: s, Seed: opts.Seed, Mutant: mutant}
+	out := &Outcome{Scenario: s, Seed: opts.Seed, Mutant: mutant, Invocation: opts.Invocation}
 	steps := s.EffectiveSteps()
 	built := make([][]builtFault, len(steps))
 	for i := range steps {
@@ -170,10 +167,13 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	}
 	defer f.Close()
 	out.HistoryPath = path
-	rec, err := driver.NewRecorder(history.NewWriter(f), s.Name, opts.Seed)
+	ora := oracleFor(s, t.dsn, t.consumer != nil)
+	begun := time.Now()
+	meta, err := writeMeta(f, s.Name, opts.Seed, begun, ora != nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
+	rec := driver.NewRecorderAt(history.NewWriter(f), begun)
 	if r.OnEvent != nil {
 		rec.OnEvent(r.OnEvent)
 	}
@@ -205,9 +205,15 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	if r.Local != nil && s.Target.Reference != nil {
 		w.standby = r.Local.Standby()
 	}
-	ora := oracleFor(s, t.dsn, t.consumer != nil)
 	recorded := map[string]bool{}
-	checker, keep, err := checkerFor(s)
+	named, err := newAcks(s.Effects.ResponseID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: effects.response_id: %w", ErrSetup, err)
+	}
+	if named != nil {
+		rec.OnEvent(named.event)
+	}
+	checker, loadOpts, err := checkerFor(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
@@ -235,18 +241,30 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 			if plan, err = callbackPlan(path, s.Endpoint.Path, *st.Callbacks, opts.Seed+int64(i)); err != nil {
 				return out, fmt.Errorf("%w: %w", ErrSetup, err)
 			}
+			plan = withFaults(plan, built[i])
 		case st.Resend && i > 0:
-			plan = resendPlan(prev)
+			plan = resendPlan(prev, opts.Seed+int64(i), built[i])
 		default:
-			plan = generatePlan(opts.Seed+int64(i), tr, s.Endpoint, built[i], tenantsOf(s), stepPrefix(i), keyPrefix)
+			plan = generatePlan(opts.Seed+int64(i), tr, requestOf(s), built[i], tenantsOf(s), stepPrefix(i), keyPrefix)
 		}
 		prev = plan
 		t.tokens = withProvider(s.Endpoint.Tokens, st.Callbacks)
+		// Until this step's effects are read, the history says they are
+		// not: a run interrupted now keeps a history that cannot be judged
+		// on effects, rather than one that claims none were made.
+		if err := meta.set(false); err != nil {
+			return out, err
+		}
 		stats, stopFaults, err := r.runStep(ctx, w, t, tr, s, plan, built[i])
 		out.Requests += stats.Requests
 		so := StepOutcome{Name: st.Name, Expect: expectOf(st), Plan: plan, Stats: stats}
 		if err == nil {
-			err = recordEffects(ctx, ora, rec, recorded)
+			err = recordEffects(ctx, ora, rec, recorded, named)
+		}
+		if err == nil && ctx.Err() == nil {
+			if err = rec.Flush(); err == nil {
+				err = meta.set(true)
+			}
 		}
 		if ferr := stopFaults(); err == nil {
 			err = ferr
@@ -260,7 +278,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 		if err := rec.Flush(); err != nil {
 			return out, err
 		}
-		h, err := loadHistory(path, keep)
+		h, err := loadHistory(path, loadOpts)
 		if err != nil {
 			return out, err
 		}
@@ -342,7 +360,7 @@ func (r *Runner) historyFile(s *scenarios.Scenario, opts RunOptions) (string, *o
 	return filepath.Clean(f.Name()), f, nil
 }
 
-func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder, seen map[string]bool) error {
+func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder, seen map[string]bool, named *acks) error {
 	if ora == nil {
 		return nil
 	}
@@ -351,10 +369,16 @@ func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder,
 		return err
 	}
 	for _, e := range fx {
-		if seen[e.ID] {
+		// An effect is one (tenant, id): services number orders per tenant,
+		// so the same id under two tenants is two effects.
+		id := e.Tenant + "\x00" + e.ID
+		if seen[id] {
 			continue
 		}
-		seen[e.ID] = true
+		seen[id] = true
+		if e.Intent == "" {
+			e.Intent = named.intentOf(e.Tenant, e.ID)
+		}
 		if err := rec.Effect(e.Tenant, e.Key, e.Intent, e.ID, e.Kind); err != nil {
 			return err
 		}
@@ -362,13 +386,13 @@ func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder,
 	return nil
 }
 
-func loadHistory(path string, keep []string) (*history.History, error) {
+func loadHistory(path string, opts history.LoadOptions) (*history.History, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return history.Load(f, history.LoadOptions{KeepHeaders: keep})
+	return history.Load(f, opts)
 }
 
 func expectOf(st scenarios.Step) string {
@@ -397,15 +421,6 @@ func stepPrefix(i int) string {
 		return ""
 	}
 	return fmt.Sprintf("s%d", i+1)
-}
-
-func resendPlan(prev Plan) Plan {
-	p := Plan{Seed: prev.Seed}
-	for _, in := range prev.Intents {
-		in.At, in.Faults, in.Clicks = 0, nil, 0
-		p.Intents = append(p.Intents, in)
-	}
-	return p
 }
 
 // runNonce is a short random tag for one run against a user's service.

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -154,3 +156,24 @@ func freePort() (int, error) {
 // No keep-alive: services come and go on reused ports, and a POST on a
 // stale pooled connection to a dead one fails instead of reaching the new.
 var debugClient = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: 10 * time.Second}
+
+// moveOrigin returns u on to's origin when u is on from's origin (scheme,
+// host and port, default ports made explicit).
+func moveOrigin(u, from, to string) (string, bool) {
+	pu, err1 := url.Parse(u)
+	pf, err2 := url.Parse(from)
+	pt, err3 := url.Parse(to)
+	if err1 != nil || err2 != nil || err3 != nil || origin(pu) != origin(pf) || pt.Host == "" {
+		return u, false
+	}
+	pu.Scheme, pu.Host = pt.Scheme, pt.Host
+	return pu.String(), true
+}
+
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}

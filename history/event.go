@@ -38,6 +38,14 @@ type Event struct {
 	// EffectsRecorded says the producer read the system's effects into this
 	// history, so "no effect events" means "no effects", not "not looked".
 	EffectsRecorded bool
+	// EffectsUnread says the producer did NOT read the system's effects
+	// ("effects_recorded": false written explicitly: no oracle, or a run
+	// interrupted before the read). Checks that count effects answer
+	// unknown rather than report an acknowledged intent without one.
+	EffectsUnread bool
+	// Contract is the idempotency contract the run was judged by, so that
+	// a later check judges the same way; nil in histories that predate it.
+	Contract *Contract
 
 	// Op is the attempt id, unique in the run (invoke, ok, info, fail; on a
 	// fault, the attempt it hit, 0 when it hit none).
@@ -59,6 +67,29 @@ type Event struct {
 
 	Effect string // effect: what was produced, "<kind> <id>", e.g. "order 9912"
 	Kind   string // effect: explicit kind; defaults to the first word of Effect
+}
+
+// Contract is the meta event's "contract" object: the status codes, the
+// payload fingerprint and the replay rules a service was judged by. The
+// checkers package gives it meaning (checkers.Contract); this package only
+// carries it. Zero fields mean "not said": the reader's defaults apply.
+type Contract struct {
+	Profile    string // ietf, stripe or custom
+	MissingKey int    // status for a request without a key; 0: executed without idempotency
+	Reuse      int    // status for a key reused with another payload
+	InFlight   int    // status for a duplicate while the first is running
+	// Fingerprint is how "the same payload" is judged: strict (bytes) or
+	// canonical (parsed JSON: key order and whitespace do not matter).
+	Fingerprint string
+	// ReplayHeaders, when set, are the only response headers compared on a
+	// replay; otherwise every header the first response carried is, except
+	// ReplayIgnore.
+	ReplayHeaders []string
+	ReplayIgnore  []string
+	// DecisionBound is eventually-decided's bound; RetentionGap the gap
+	// past which a duplicate is blamed on record retention.
+	DecisionBoundMS int64
+	RetentionGapMS  int64
 }
 
 // Request is the request of an invoke event.

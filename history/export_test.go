@@ -6,18 +6,22 @@ import (
 )
 
 // LoadByEvents exposes loadByEvents to the external tests.
-var LoadByEvents = loadByEvents
+var LoadByEvents = func(r io.Reader, keep []string) (*History, error) { return loadByEvents(r, keep, nil) }
+
+// LoadByEventsWith is LoadByEvents with a header predicate.
+var LoadByEventsWith = loadByEvents
 
 // loadByEvents is Load without the direct path: every line is decoded into
 // an Event by the Reader and applied by History.add. The direct path must
 // give exactly the same History, and exactly the same errors.
-func loadByEvents(r io.Reader, keep []string) (*History, error) {
+func loadByEvents(r io.Reader, keep []string, keepFn func(string) bool) (*History, error) {
 	if keep == nil {
 		keep = DefaultKeepHeaders
 	}
 	h := &History{}
 	rd := NewReader(r)
 	l := newLoader(h, keep)
+	l.keepFn = keepFn
 	var e Event
 	for {
 		err := rd.Next(&e)

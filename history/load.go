@@ -56,8 +56,13 @@ type Attempt struct {
 	Error    string
 
 	ReqHash uint64 // hash of the request body: the payload fingerprint
-	HasResp bool
-	Status  int
+	// ReqCanon is a hash of the request body as canonical JSON (object keys
+	// sorted, insignificant whitespace dropped, strings unescaped; number,
+	// string, boolean and null stay distinct), or ReqHash when the body is
+	// not JSON: the fingerprint of a contract that says "canonical".
+	ReqCanon uint64
+	HasResp  bool
+	Status   int
 	// RespHash is a hash of the raw response body; RespLen its length.
 	RespHash uint64
 	RespLen  int
@@ -127,6 +132,10 @@ type LoadOptions struct {
 	// KeepHeaders names the response headers to keep (case-insensitive).
 	// Nil means [DefaultKeepHeaders].
 	KeepHeaders []string
+	// KeepHeader, when set, also keeps every response header it accepts
+	// (it is given the name as recorded). A contract that compares every
+	// header a first response carried keeps all but an ignore list.
+	KeepHeader func(name string) bool
 }
 
 // DefaultKeepHeaders are the response headers a loaded history keeps when
@@ -149,6 +158,7 @@ func Load(r io.Reader, opts LoadOptions) (*History, error) {
 	h := &History{}
 	rd := NewReader(r)
 	l := newLoader(h, keep)
+	l.keepFn = opts.KeepHeader
 	var e Event
 	for {
 		raw, complete, err := rd.nextLine()
@@ -226,6 +236,7 @@ func (h *History) add(e *Event, l *loader) error {
 		if e.Req != nil {
 			a.Method, a.Path = in.get(e.Req.Method), in.get(e.Req.Path)
 			a.ReqHash = Hash(e.Req.Body)
+			a.ReqCanon = l.canon.hash(e.Req.Body, a.ReqHash)
 		}
 		return l.invoked(&a)
 	case TypeOK, TypeInfo, TypeFail:
@@ -244,10 +255,15 @@ func (h *History) add(e *Event, l *loader) error {
 			a.RespLen = len(e.Resp.Body)
 			a.RespPreview = preview(e.Resp.Body)
 			for _, f := range e.Resp.Headers {
+				kept := false
 				for _, k := range l.keep {
 					if strings.EqualFold(f.Name, k) {
 						a.RespHeaders = append(a.RespHeaders, Header{Name: in.get(k), Value: in.get(f.Value)})
+						kept = true
 					}
+				}
+				if !kept && l.keepFn != nil && l.keepFn(f.Name) {
+					a.RespHeaders = append(a.RespHeaders, Header{Name: in.get(f.Name), Value: in.get(f.Value)})
 				}
 			}
 		case TypeFail:

@@ -19,6 +19,8 @@ type loader struct {
 	keep      []string
 	keepB     [][]byte
 	keepNames []string // keep, interned
+	keepFn    func(name string) bool
+	canon     canonicalizer
 	in        interner
 	mem       arena
 	recent    [8]string // the values intern returned last
@@ -276,7 +278,7 @@ func (l *loader) invoke(f *lineFields) (bool, error) {
 	}
 	hasReq := f.req.kind != 0
 	var method, path []byte
-	var reqHash uint64
+	var reqHash, reqCanon uint64
 	if hasReq {
 		if f.req.kind != '{' {
 			return false, nil
@@ -293,11 +295,12 @@ func (l *loader) invoke(f *lineFields) (bool, error) {
 			return false, nil
 		}
 		reqHash = Hash(body)
+		reqCanon = l.canon.hash(body, reqHash)
 	}
 	l.count(ns)
 	a := Attempt{
 		Op: op, Tenant: l.intern(tenant), Key: l.mem.string(key), Number: int(attempt), Client: int(client),
-		Invoke: ns, Complete: -1, Outcome: Info, ReqHash: reqHash,
+		Invoke: ns, Complete: -1, Outcome: Info, ReqHash: reqHash, ReqCanon: reqCanon,
 	}
 	if len(intent) > 0 {
 		a.Intent = l.mem.string(intent)
@@ -419,6 +422,7 @@ func (l *loader) header(k []byte, at int) (int, bool) {
 	if !ok || !l.keepHdrs {
 		return end, ok
 	}
+	kept := false
 	for i, kb := range l.keepB {
 		if len(k) == len(kb) && bytes.EqualFold(k, kb) {
 			b, ok := l.sc.text(v)
@@ -426,7 +430,21 @@ func (l *loader) header(k []byte, at int) (int, bool) {
 				return 0, false
 			}
 			l.hdrs = append(l.hdrs, Header{Name: l.keepNames[i], Value: l.intern(b)})
+			kept = true
 		}
+	}
+	if !kept && l.keepFn != nil {
+		if bytes.IndexByte(k, '\\') >= 0 {
+			return 0, false // an escaped name: the reference path decodes it
+		}
+		if !l.keepFn(string(k)) {
+			return end, true
+		}
+		b, ok := l.sc.text(v)
+		if !ok {
+			return 0, false
+		}
+		l.hdrs = append(l.hdrs, Header{Name: l.intern(k), Value: l.intern(b)})
 	}
 	return end, true
 }

@@ -222,9 +222,15 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 		if e.Started, err = str(v, "started", false); err != nil {
 			return true, err
 		}
-		if f := v.Get("effects_recorded"); f != nil {
+		if f := v.Get("effects_recorded"); f != nil && f.Type() != fastjson.TypeNull {
 			if e.EffectsRecorded, err = f.Bool(); err != nil {
 				return true, fmt.Errorf(`"effects_recorded" must be true or false`)
+			}
+			e.EffectsUnread = !e.EffectsRecorded
+		}
+		if f := v.Get("contract"); f != nil && f.Type() != fastjson.TypeNull {
+			if e.Contract, err = decodeContract(f); err != nil {
+				return true, fmt.Errorf("contract: %w", err)
 			}
 		}
 		return true, nil
@@ -444,4 +450,66 @@ func body(v *fastjson.Value) ([]byte, error) {
 		return nil, fmt.Errorf(`"body_b64" is not valid base64: %w`, err)
 	}
 	return out, nil
+}
+
+func decodeContract(v *fastjson.Value) (*Contract, error) {
+	if v.Type() != fastjson.TypeObject {
+		return nil, fmt.Errorf("must be an object, got %s", v.Type())
+	}
+	c := &Contract{}
+	var err error
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"profile", &c.Profile}, {"fingerprint", &c.Fingerprint}} {
+		if *f.dst, err = str(v, f.name, false); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"missing_key", &c.MissingKey}, {"reuse", &c.Reuse}, {"in_flight", &c.InFlight}} {
+		n, err := integer(v, f.name, false)
+		if err != nil {
+			return nil, err
+		}
+		if n != 0 && (n < 100 || n > 999) {
+			return nil, fmt.Errorf("%q must be an HTTP status code (100-999) or 0, got %d", f.name, n)
+		}
+		*f.dst = int(n)
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"decision_bound_ms", &c.DecisionBoundMS}, {"retention_gap_ms", &c.RetentionGapMS}} {
+		if *f.dst, err = integer(v, f.name, false); err != nil {
+			return nil, err
+		}
+		if *f.dst < 0 {
+			return nil, fmt.Errorf("%q must not be negative", f.name)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *[]string
+	}{{"replay_headers", &c.ReplayHeaders}, {"replay_ignore", &c.ReplayIgnore}} {
+		a := v.Get(f.name)
+		if a == nil || a.Type() == fastjson.TypeNull {
+			continue
+		}
+		items, err := a.Array()
+		if err != nil {
+			return nil, fmt.Errorf("%q must be an array of header names, got %s", f.name, a.Type())
+		}
+		*f.dst = make([]string, 0, len(items))
+		for _, it := range items {
+			b, err := it.StringBytes()
+			if err != nil {
+				return nil, fmt.Errorf("%q must be an array of header names, got a %s in it", f.name, it.Type())
+			}
+			*f.dst = append(*f.dst, string(b))
+		}
+	}
+	return c, nil
 }

@@ -65,8 +65,14 @@ func AppendEvent(dst []byte, e *Event) []byte {
 		dst = appendOptString(dst, "scenario", e.Scenario)
 		dst = appendInt(dst, "seed", e.Seed)
 		dst = appendOptString(dst, "started", e.Started)
-		if e.EffectsRecorded {
+		switch {
+		case e.EffectsRecorded:
 			dst = append(dst, `,"effects_recorded":true`...)
+		case e.EffectsUnread:
+			dst = append(dst, `,"effects_recorded":false`...)
+		}
+		if c := e.Contract; c != nil {
+			dst = appendContract(dst, c)
 		}
 	case TypeInvoke:
 		dst = appendInt(dst, "op", e.Op)
@@ -210,4 +216,38 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+func appendContract(dst []byte, c *Contract) []byte {
+	dst = append(dst, `,"contract":{"profile":`...)
+	dst = appendString(dst, c.Profile)
+	dst = appendInt(dst, "missing_key", int64(c.MissingKey))
+	dst = appendInt(dst, "reuse", int64(c.Reuse))
+	dst = appendInt(dst, "in_flight", int64(c.InFlight))
+	dst = appendOptString(dst, "fingerprint", c.Fingerprint)
+	for _, f := range []struct {
+		name string
+		list []string
+	}{{"replay_headers", c.ReplayHeaders}, {"replay_ignore", c.ReplayIgnore}} {
+		if f.list == nil {
+			continue
+		}
+		dst = append(dst, ',')
+		dst = appendString(dst, f.name)
+		dst = append(dst, ":["...)
+		for i, n := range f.list {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, n)
+		}
+		dst = append(dst, ']')
+	}
+	if c.DecisionBoundMS != 0 {
+		dst = appendInt(dst, "decision_bound_ms", c.DecisionBoundMS)
+	}
+	if c.RetentionGapMS != 0 {
+		dst = appendInt(dst, "retention_gap_ms", c.RetentionGapMS)
+	}
+	return append(dst, '}')
 }

@@ -13,7 +13,9 @@ import (
 
 func sampleEvents() []history.Event {
 	return []history.Event{
-		{Type: history.TypeMeta, V: 1, Scenario: "response-drop", Seed: 42, Started: "2026-11-30T00:00:00Z", EffectsRecorded: true},
+		{Type: history.TypeMeta, V: 1, Scenario: "response-drop", Seed: 42, Started: "2026-11-30T00:00:00Z", EffectsRecorded: true,
+			Contract: &history.Contract{Profile: "custom", MissingKey: 0, Reuse: 400, InFlight: 425, Fingerprint: "canonical",
+				ReplayHeaders: []string{"Location"}, ReplayIgnore: []string{}, DecisionBoundMS: 9000, RetentionGapMS: 1}},
 		{Type: history.TypeInvoke, Op: 17, Intent: "i42", Tenant: "t1", Key: "k-9", Attempt: 2, Client: 3, NS: 123,
 			Req: &history.Request{Method: "POST", Path: "/v1/orders",
 				Headers: history.Headers{{Name: "Idempotency-Key", Value: "k-9"}, {Name: "Content-Type", Value: "application/json"}},

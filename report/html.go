@@ -75,7 +75,9 @@ const (
 func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 	p := page{Report: rep, CSS: template.CSS(pageCSS), JS: template.JS(pageJS), CSP: pageCSP}
 	for i, run := range rep.Runs {
-		rv := runView{Run: run, Index: i, Label: runLabel(run), Status: runStatus(run)}
+		// In a catch matrix a mutant's violations are what was expected:
+		// folded under the mutant, after the matrix a reader came for.
+		rv := runView{Run: run, Index: i, Label: runLabel(run), Status: runStatus(run), Fold: rep.Matrix != nil && run.Mutant != ""}
 		for _, st := range run.Steps {
 			for _, iv := range st.Invariants {
 				rv.Invariants = append(rv.Invariants, ivRow{Step: st.Name, Expect: st.Expect, Invariant: iv,
@@ -101,7 +103,15 @@ func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 		tv.ID = fmt.Sprintf("v%d", i+1)
 		tv.N = i + 1
 		p.Runs[t.Run].Timelines = append(p.Runs[t.Run].Timelines, tv)
-		p.Index = append(p.Index, indexEntry{ID: tv.ID, N: tv.N, Invariant: t.Invariant, Run: runLabel(rep.Runs[t.Run]), Tenant: t.Tenant, Key: t.Key})
+		e := indexEntry{ID: tv.ID, N: tv.N, Invariant: t.Invariant, Run: runLabel(rep.Runs[t.Run]), Tenant: t.Tenant, Key: t.Key}
+		if !p.Runs[t.Run].Fold {
+			p.Index = append(p.Index, e)
+			continue
+		}
+		if n := len(p.Folded); n == 0 || p.Folded[n-1].Run != t.Run {
+			p.Folded = append(p.Folded, foldedGroup{Run: t.Run, Label: e.Run})
+		}
+		p.Folded[len(p.Folded)-1].Entries = append(p.Folded[len(p.Folded)-1].Entries, e)
 	}
 	// Violations without a timeline (past the cap, or none computed) are
 	// still listed with their explanations: the page is the whole story.
@@ -184,7 +194,17 @@ type page struct {
 	CSP        string
 	Runs       []runView
 	Violations int
-	Index      []indexEntry
+	// Index lists the violations a reader must see; Folded groups the
+	// expected ones (a mutant's, in a catch matrix) by run.
+	Index  []indexEntry
+	Folded []foldedGroup
+}
+
+// foldedGroup is one mutant run's expected violations.
+type foldedGroup struct {
+	Run     int
+	Label   string
+	Entries []indexEntry
 }
 
 type indexEntry struct {
@@ -194,9 +214,11 @@ type indexEntry struct {
 
 type runView struct {
 	Run
-	Index      int
-	Label      string
-	Status     string
+	Index  int
+	Label  string
+	Status string
+	// Fold shows the run collapsed: a mutant's run in a catch matrix.
+	Fold       bool
 	Invariants []ivRow
 	Violations int
 	Timelines  []timelineView

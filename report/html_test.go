@@ -259,3 +259,25 @@ func TestWriteHTML_ListsViolationsWithoutTimeline(t *testing.T) {
 		t.Errorf("without timelines the page lists %d violations, want all %d", n, len(vs))
 	}
 }
+
+// A catch matrix's page leads with the matrix; a mutant's violations are
+// what the matrix expected, folded under the mutant, never a list in front.
+func TestWriteHTML_MatrixFirstMutantViolationsFolded(t *testing.T) {
+	t.Parallel()
+	rep, tls := checkedReport(t, examplePath)
+	rep.Runs[0].Mutant = "no-key"
+	rep.Matrix = &report.Matrix{OK: true, Mutants: []report.MatrixRow{{Mutant: "no-key", Caught: true, Expected: "exactly-once",
+		Pitfall: "the key is ignored", By: []string{"exactly-once"}}}}
+	page := renderHTML(t, rep, tls)
+	matrix := strings.Index(page, "<h2>Catch matrix</h2>")
+	folded := strings.Index(page, "Expected violations, by mutant")
+	if matrix < 0 || folded < 0 || matrix > folded {
+		t.Fatalf("matrix at %d, folded violations at %d: want the matrix first", matrix, folded)
+	}
+	if strings.Contains(page, `<nav class="index" aria-label="violations">`) {
+		t.Fatal("a mutant's expected violations are listed unfolded")
+	}
+	if !strings.Contains(page, "<details><summary>") || !strings.Contains(page, `<a href="#v1">exactly-once</a>`) {
+		t.Fatal("the mutant's violations are not folded under a summary with their links")
+	}
+}

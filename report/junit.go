@@ -13,6 +13,7 @@ type junitSuites struct {
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
 	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
@@ -21,6 +22,7 @@ type junitSuite struct {
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
 	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
 	Time     float64     `xml:"time,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
@@ -30,7 +32,12 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitProblem struct {
@@ -41,7 +48,8 @@ type junitProblem struct {
 
 // WriteJUnit writes one test suite per run and one test case per invariant
 // (scenario × invariant). A violation is a failure carrying its
-// explanations; an unknown verdict or a setup error is an error, never a pass.
+// explanations; an unknown verdict or a setup error is an error, never a pass;
+// an invariant that judged nothing is skipped ("not exercised").
 func WriteJUnit(w io.Writer, rep Report) error {
 	out := junitSuites{Name: "idemchaos"}
 	for _, run := range rep.Runs {
@@ -80,6 +88,8 @@ func WriteJUnit(w io.Writer, rep Report) error {
 					c.Failure = &junitProblem{Message: "expected a " + iv.Name + " violation, saw " + iv.Verdict, Type: "missed"}
 				case iv.Verdict == "unknown":
 					c.Error = &junitProblem{Message: "inconclusive: " + iv.Reason, Type: "unknown"}
+				case iv.Verdict == NotExercised:
+					c.Skipped = &junitSkipped{Message: "not exercised: " + iv.Reason}
 				}
 				s.Cases = append(s.Cases, c)
 			}
@@ -92,10 +102,14 @@ func WriteJUnit(w io.Writer, rep Report) error {
 			if c.Error != nil {
 				s.Errors++
 			}
+			if c.Skipped != nil {
+				s.Skipped++
+			}
 		}
 		out.Tests += s.Tests
 		out.Failures += s.Failures
 		out.Errors += s.Errors
+		out.Skipped += s.Skipped
 		out.Suites = append(out.Suites, s)
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {

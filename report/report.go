@@ -59,9 +59,14 @@ type Step struct {
 	Invariants []Invariant `json:"invariants"`
 }
 
+// NotExercised is the verdict of an invariant that passed without judging
+// anything (checked 0): no evidence either way, so never shown as a pass.
+const NotExercised = "not-exercised"
+
 // Invariant is one checker's verdict.
 type Invariant struct {
-	Name       string      `json:"name"`
+	Name string `json:"name"`
+	// Verdict is pass, violation, unknown or not-exercised.
 	Verdict    string      `json:"verdict"`
 	Checked    int         `json:"checked"`
 	Reason     string      `json:"reason,omitempty"`
@@ -140,6 +145,13 @@ func invariants(res checkers.Result) []Invariant {
 	out := make([]Invariant, 0, len(parts))
 	for _, p := range parts {
 		iv := Invariant{Name: p.Name, Verdict: p.Verdict.String(), Checked: p.Checked, Reason: p.Reason, Violations: []Violation{}}
+		if p.Verdict == checkers.Pass && p.Checked == 0 {
+			// Nothing was judged: that is no evidence of correctness.
+			iv.Verdict = NotExercised
+			if iv.Reason == "" {
+				iv.Reason = "nothing in the history exercised it"
+			}
+		}
 		for _, v := range p.Violations {
 			iv.Violations = append(iv.Violations, Violation{Tenant: v.Tenant, Method: v.Method, Path: v.Path, Key: v.Key,
 				Intent: v.Intent, Ops: v.Ops, Explanation: v.Explanation, Cause: v.Cause})

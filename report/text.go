@@ -76,14 +76,7 @@ func WriteText(w io.Writer, rep Report) {
 				fmt.Fprintf(w, "      %s: %s\n", strings.ToUpper(st.Verdict), st.Reason)
 			}
 			for _, iv := range st.Invariants {
-				line := fmt.Sprintf("      %-9s %-19s checked %d", strings.ToUpper(iv.Verdict), iv.Name, iv.Checked)
-				if k := len(iv.Violations); k > 0 {
-					line += fmt.Sprintf(", %d violation%s", k, map[bool]string{true: "", false: "s"}[k == 1])
-				}
-				if iv.Reason != "" {
-					line += " — " + iv.Reason
-				}
-				fmt.Fprintln(w, line)
+				fmt.Fprintln(w, invariantLine(iv))
 			}
 		}
 		if run.Repro != "" {
@@ -186,4 +179,20 @@ func dash(s string) string {
 		return "—"
 	}
 	return s
+}
+
+// invariantLine is one invariant's summary line. An invariant that judged
+// nothing says so instead of PASS.
+func invariantLine(iv Invariant) string {
+	if iv.Verdict == NotExercised {
+		return fmt.Sprintf("      %-13s %-19s %s", "NOT EXERCISED", iv.Name, iv.Reason)
+	}
+	line := fmt.Sprintf("      %-13s %-19s checked %d", strings.ToUpper(iv.Verdict), iv.Name, iv.Checked)
+	if k := len(iv.Violations); k > 0 {
+		line += fmt.Sprintf(", %d violation%s", k, map[bool]string{true: "", false: "s"}[k == 1])
+	}
+	if iv.Reason != "" {
+		line += " — " + iv.Reason
+	}
+	return line
 }

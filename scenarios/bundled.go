@@ -13,6 +13,7 @@ var bundled embed.FS
 var suite = []string{
 	"response-drop-replay.yaml",
 	"double-click-exactly-once.yaml",
+	"duplicate-delivery.yaml",
 	"key-reuse.yaml",
 	"twin-orders.yaml",
 	"cross-tenant.yaml",

@@ -3,6 +3,7 @@ package scenarios_test
 import (
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/idemchaos/idemchaos/reference"
@@ -37,6 +38,27 @@ func TestBundled_IsTheWholeFolderAndCoversEveryMutant(t *testing.T) {
 	for _, m := range reference.Mutants() {
 		if d := scenarios.DesignedFor(m.Name); !names[d] {
 			t.Errorf("mutant %s: designed scenario %q is not bundled", m.Name, d)
+		}
+	}
+}
+
+// A bundled scenario's description is plain English: no citation of a
+// source a user cannot open, no text a headless browser draws as boxes.
+func TestBundled_DescriptionsInPlainEnglish(t *testing.T) {
+	t.Parallel()
+	suite, err := scenarios.Bundled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range suite {
+		if s.Description == "" || strings.Contains(s.Description, "seed 0") || strings.Contains(s.Description, "§") {
+			t.Errorf("%s: description %q", s.Name, s.Description)
+		}
+		for _, r := range s.Description {
+			if r >= 0x2E80 {
+				t.Errorf("%s: description has %q, not plain English", s.Name, r)
+				break
+			}
 		}
 	}
 }

@@ -76,15 +76,16 @@ func (s *Scenario) InvariantNames() []string {
 
 // EffectiveSteps returns the steps to run: the scenario's steps, or, when
 // it has none, one implicit step named after the scenario that sends its
-// traffic under its faults and expects every invariant to hold. Steps of a
-// loaded scenario are complete (traffic merged, faults inherited, defaults
-// filled), so a caller needs nothing else from the Scenario to run one.
+// traffic under its faults and expects every invariant to hold. A step
+// without a faults key gets the scenario's. The steps returned are complete
+// (traffic merged, faults inherited, defaults filled), so a caller needs
+// nothing else from the Scenario to run one.
 func (s *Scenario) EffectiveSteps() []Step {
 	if len(s.Steps) > 0 {
 		steps := append([]Step(nil), s.Steps...)
 		for i := range steps {
-			// A step without faults inherits the scenario's (the loader
-			// did this already; a scenario built in Go may not have).
+			// The one place a step without a faults key inherits the
+			// scenario's ("faults: []" means none).
 			if steps[i].Faults == nil {
 				steps[i].Faults = s.Faults
 			}

@@ -15,6 +15,13 @@ const (
 	defaultKeyHeader = "Idempotency-Key"
 	defaultProfile   = "ietf"
 	defaultClient    = "correct"
+	// defaultTenantHeader and defaultTenantParam name the tenant for
+	// tenant.in header and query.
+	defaultTenantHeader = "X-Tenant"
+	defaultTenantParam  = "tenant"
+	// defaultDecisionBound is eventually-decided's default bound (the
+	// checkers' default, 5s).
+	defaultDecisionBound = 5 * time.Second
 	// defaultBody is the body template when a scenario sets none.
 	defaultBody = `{"sku":"{{sku}}","qty":{{qty}},"amount":{{amount}}}`
 )
@@ -24,7 +31,7 @@ var defaultTraffic = Traffic{
 	Intents: 20, Tenants: 2, Concurrency: 8, Spread: 200 * time.Millisecond,
 	Client: defaultClient,
 	Retry: Retry{
-		MaxAttempts: 5, Base: 25 * time.Millisecond, Max: 500 * time.Millisecond,
+		MaxAttempts: 40, Base: 25 * time.Millisecond, Max: 500 * time.Millisecond,
 		MaxRetryAfter: 2 * time.Second,
 	},
 	Timeout: 2 * time.Second, Deadline: 30 * time.Second, MaxRequests: 2000,
@@ -70,7 +77,17 @@ func (s *Scenario) fillDefaults(file string) {
 		}
 		fillWhen(st.Faults)
 	}
-	if len(e.Tokens) == 0 {
+	e.Tenant.In = or(e.Tenant.In, TenantInToken)
+	switch e.Tenant.In {
+	case TenantInHeader:
+		e.Tenant.Name = or(e.Tenant.Name, defaultTenantHeader)
+	case TenantInQuery:
+		e.Tenant.Name = or(e.Tenant.Name, defaultTenantParam)
+	}
+	// Tokens are made up only for services that tell tenants by them: a
+	// service that reads the tenant elsewhere gets no Authorization header
+	// it did not ask for.
+	if len(e.Tokens) == 0 && e.Tenant.In == TenantInToken {
 		e.Tokens = make(map[string]string, need)
 		for i := 1; i <= need; i++ {
 			e.Tokens[fmt.Sprintf("t%d", i)] = fmt.Sprintf("tok-t%d", i)
@@ -92,6 +109,24 @@ func (s *Scenario) fillDefaults(file string) {
 			s.Invariants = append(s.Invariants, Invariant{Name: n})
 		}
 	}
+	// A client that gives up before the decision bound leaves every slow
+	// key undecidable: retry until a decision is overdue.
+	budget := s.DecisionBound() + 2*time.Second
+	s.Traffic.Retry.Budget = orDur(s.Traffic.Retry.Budget, budget)
+	for i := range s.Steps {
+		s.Steps[i].Traffic.Retry.Budget = orDur(s.Steps[i].Traffic.Retry.Budget, budget)
+	}
+}
+
+// DecisionBound is eventually-decided's bound: the scenario's, or the
+// checkers' default.
+func (s *Scenario) DecisionBound() time.Duration {
+	for _, inv := range s.Invariants {
+		if inv.Name == "eventually-decided" && inv.Bound > 0 {
+			return inv.Bound
+		}
+	}
+	return defaultDecisionBound
 }
 
 // fill sets the unset fields of a traffic; tokens is the number of tenant

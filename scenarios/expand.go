@@ -34,7 +34,12 @@ func (t *tree) expandEnv() {
 				t.errorf(t.posOf(p), "%s: %q is not an environment variable reference (want ${NAME} or ${NAME:-default})", t.where(p), ref)
 				return ref
 			}
-			if v, set := os.LookupEnv(name); set && v != "" {
+			v, set := os.LookupEnv(name)
+			if t.env == nil {
+				t.env = map[string]string{}
+			}
+			t.env[name] = v // "" when unset: the default applies again
+			if set && v != "" {
 				return v
 			}
 			if !hasDefault {

@@ -59,6 +59,7 @@ func Parse(name string, data []byte) (*Scenario, error) {
 		return nil, t.finish()
 	}
 	s.File = name
+	s.Env = t.env
 	s.fillDefaults(name)
 	return s, nil
 }
@@ -175,7 +176,8 @@ func syntaxHint(msg string) string {
 }
 
 // decode turns the checked tree into a Scenario: step traffic is merged
-// over the scenario's, absent step faults inherit the scenario's, then the
+// over the scenario's (absent step faults are inherited in one place,
+// [Scenario.EffectiveSteps]), then the
 // values go through JSON (durations stay strings) into the typed structs.
 func (t *tree) decode() (*Scenario, error) {
 	root, _ := t.val.(map[string]any)
@@ -188,9 +190,6 @@ func (t *tree) decode() (*Scenario, error) {
 		}
 		own, _ := sm["traffic"].(map[string]any)
 		sm["traffic"] = mergeMaps(base, own)
-		if _, has := sm["faults"]; !has && root["faults"] != nil {
-			sm["faults"] = root["faults"]
-		}
 	}
 	data, err := json.Marshal(root)
 	if err != nil {
@@ -206,9 +205,6 @@ func (t *tree) decode() (*Scenario, error) {
 	}
 	for i := range s.Steps {
 		own := ptr("/steps", fmt.Sprint(i), "faults")
-		if _, has := t.keyAt[own]; !has {
-			own = "/faults"
-		}
 		for j := range s.Steps[i].Faults {
 			s.Steps[i].Faults[j].Node = t.node[ptr(own, fmt.Sprint(j), "params")]
 			s.Steps[i].Faults[j].proto = t.built[ptr(own, fmt.Sprint(j))]

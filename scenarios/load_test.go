@@ -64,7 +64,7 @@ func TestParse_Defaults(t *testing.T) {
 	s := mustParse(t, "target:\n  reference:\n")
 	want := scenarios.Traffic{
 		Intents: 20, Tenants: 2, Concurrency: 8, Spread: 200 * time.Millisecond, Client: "correct",
-		Retry:   scenarios.Retry{MaxAttempts: 5, Base: 25 * time.Millisecond, Max: 500 * time.Millisecond, MaxRetryAfter: 2 * time.Second},
+		Retry:   scenarios.Retry{MaxAttempts: 40, Base: 25 * time.Millisecond, Max: 500 * time.Millisecond, MaxRetryAfter: 2 * time.Second, Budget: 7 * time.Second},
 		Timeout: 2 * time.Second, Deadline: 30 * time.Second, MaxRequests: 2000,
 	}
 	if s.Traffic != want {
@@ -139,7 +139,8 @@ steps:
     faults: []
   - traffic: {intents: 3}
 `)
-	own, second := s.Steps[0], s.Steps[1]
+	steps := s.EffectiveSteps()
+	own, second := steps[0], steps[1]
 	if own.Traffic.Intents != 7 || own.Traffic.Duplicates != 0 || own.Traffic.Retry.MaxAttempts != 9 || own.Traffic.Retry.Base != 20*time.Millisecond {
 		t.Errorf("step own traffic %+v", own.Traffic)
 	}

@@ -14,6 +14,10 @@ import (
 type Scenario struct {
 	// File is where the scenario was loaded from ("" for inline scenarios).
 	File string `yaml:"-" json:"-"`
+	// Env holds the environment variables the file's ${NAME} references
+	// read when it was loaded, and their values ("" for unset): a replay
+	// must set them alike to run the same scenario.
+	Env map[string]string `yaml:"-" json:"-"`
 	// Name names the scenario in reports and histories (default: the file
 	// name without its extension).
 	Name        string `yaml:"name" json:"name"`
@@ -73,13 +77,39 @@ type Endpoint struct {
 	// KeyHeader is the idempotency key header (default Idempotency-Key).
 	KeyHeader string            `yaml:"key_header" json:"key_header"`
 	Headers   map[string]string `yaml:"headers" json:"headers,omitempty"`
-	// Body is a template: {{intent}}, {{tenant}}, {{n}}, {{sku}}, {{qty}},
-	// {{amount}} and {{uuid}} are filled per intent from the run's seed.
+	// Body is a template: {{intent}}, {{tenant}}, {{key}}, {{n}}, {{sku}},
+	// {{qty}}, {{amount}} and {{uuid}} are filled for every request from
+	// its final intent, tenant and key (the path and header values take
+	// the same placeholders).
 	Body string `yaml:"body" json:"body"`
-	// Tokens maps tenant → bearer token (default t1..tN → tok-t1..tok-tN,
-	// N the largest tenants of the scenario and its steps).
+	// Tenant says where the service reads the tenant from (default: a
+	// bearer token).
+	Tenant TenantPlacement `yaml:"tenant" json:"tenant"`
+	// Tokens maps tenant → bearer token (default, for tenant.in token:
+	// t1..tN → tok-t1..tok-tN, N the largest tenants of the scenario and
+	// its steps). With another tenant.in, tokens are sent only when given.
 	Tokens map[string]string `yaml:"tokens" json:"tokens,omitempty"`
 	_      struct{}
+}
+
+// Where a request carries its tenant ([TenantPlacement.In]).
+const (
+	TenantInToken  = "token"  // Authorization: Bearer <token of the tenant>
+	TenantInHeader = "header" // a header named Name
+	TenantInQuery  = "query"  // a query parameter named Name
+	TenantInPath   = "path"   // the path template writes {{tenant}}
+	TenantInBody   = "body"   // the body template writes {{tenant}}
+)
+
+// TenantPlacement is where a request carries its tenant, declared once:
+// the harness then puts every request's final tenant there.
+type TenantPlacement struct {
+	// In is token (default), header, query, path or body.
+	In string `yaml:"in" json:"in"`
+	// Name is the header (default X-Tenant) or query parameter (default
+	// tenant) for In header or query.
+	Name string `yaml:"name" json:"name,omitempty"`
+	_    struct{}
 }
 
 // Contract is the status-code profile checkers judge by (see
@@ -93,8 +123,21 @@ type Contract struct {
 	MissingKey int    `yaml:"missing_key" json:"missing_key,omitempty"`
 	Reuse      int    `yaml:"reuse" json:"reuse,omitempty"`
 	InFlight   int    `yaml:"in_flight" json:"in_flight,omitempty"`
-	_          struct{}
+	// Fingerprint is how the service is expected to compare a retry's
+	// payload with the first request's: strict (bytes) or canonical
+	// (parsed JSON: key order and whitespace do not matter, types do).
+	// When set, some duplicates are re-serialised and some reuses change
+	// only a value's JSON type (a different payload under both) to probe
+	// it; "" sends neither.
+	Fingerprint string `yaml:"fingerprint" json:"fingerprint,omitempty"`
+	_           struct{}
 }
+
+// The payload fingerprints of [Contract.Fingerprint].
+const (
+	FingerprintStrict    = "strict"
+	FingerprintCanonical = "canonical"
+)
 
 // Traffic shapes the generated plan.
 type Traffic struct {
@@ -116,14 +159,18 @@ type Traffic struct {
 	_           struct{}
 }
 
-// Retry is the client's retry policy (defaults: max_attempts 5, base
-// 25ms, max 500ms, max_retry_after 2s).
+// Retry is the client's retry policy (defaults: max_attempts 30, base
+// 25ms, max 500ms, max_retry_after 2s, budget the decision bound + 2s).
 type Retry struct {
 	MaxAttempts   int           `yaml:"max_attempts" json:"max_attempts"`
 	Base          time.Duration `yaml:"base" json:"base"`
 	Max           time.Duration `yaml:"max" json:"max"`
 	MaxRetryAfter time.Duration `yaml:"max_retry_after" json:"max_retry_after"`
-	_             struct{}
+	// Budget stops retrying an intent this long after its first attempt
+	// (default: eventually-decided's bound + 2s, so that a client never
+	// gives up before a decision is due).
+	Budget time.Duration `yaml:"budget" json:"budget"`
+	_      struct{}
 }
 
 // FaultSpec is one fault of a scenario: a registered kind, its parameters
@@ -163,12 +210,17 @@ type Effects struct {
 	DSN   string `yaml:"dsn" json:"dsn,omitempty"`
 	Query string `yaml:"query" json:"query,omitempty"`
 	// URL for http: a GET returning JSON; Items, Tenant, Key and ID are
-	// small path expressions ("$.effects[*]", "$.tenant") picking the fields.
+	// JSONPath expressions (RFC 9535: "$.effects[*]", "$.tenant") picking
+	// the list of effects and each one's fields.
 	URL    string `yaml:"url" json:"url,omitempty"`
 	Items  string `yaml:"items" json:"items,omitempty"`
 	Tenant string `yaml:"tenant" json:"tenant,omitempty"`
 	Key    string `yaml:"key" json:"key,omitempty"`
 	ID     string `yaml:"id" json:"id,omitempty"`
+	// ResponseID (sql, http) is a JSONPath into an acknowledged (2xx)
+	// response body selecting the id of the resource it created ("$.id"):
+	// an effect with that id is attributed to the request's intent.
+	ResponseID string `yaml:"response_id" json:"response_id,omitempty"`
 	// Settle is how long to wait for asynchronous effects (the queue) to
 	// drain before reading them (default 0; reference targets poll instead).
 	Settle time.Duration `yaml:"settle" json:"settle,omitempty"`
@@ -219,8 +271,9 @@ func (h Hooks) Named(key string) string {
 	return ""
 }
 
-// Step is one phase of a scenario. A loaded step is complete: its Traffic
-// and Faults are what it runs with, nothing left to merge.
+// Step is one phase of a scenario. A loaded step's Traffic is what it runs
+// with; its Faults are nil when the file gave it none, and
+// [Scenario.EffectiveSteps] fills them in from the scenario's.
 type Step struct {
 	// Name names the step in reports (default step-N).
 	Name string `yaml:"name" json:"name"`

@@ -28,6 +28,8 @@ func (t *tree) checkSemantics() {
 	t.checkContract()
 	t.checkEffects()
 	t.checkEndpoint()
+	t.checkRequest()
+	t.checkEffectPaths()
 	t.checkTraffic("/traffic", "/traffic")
 	t.checkInvariants()
 	t.checkSteps()
@@ -254,7 +256,7 @@ func (t *tree) checkEffects() {
 }
 
 // Placeholders are the body template's fields, filled per intent.
-var placeholders = []string{"intent", "tenant", "n", "sku", "qty", "amount", "uuid"}
+var placeholders = []string{"intent", "tenant", "key", "n", "sku", "qty", "amount", "uuid"}
 
 var placeholderRE = regexp.MustCompile(`\{\{\s*([^{}]*?)\s*\}\}`)
 

@@ -28,10 +28,11 @@ type tree struct {
 	errs  Errors
 
 	anchors   map[string]ast.Node
-	expanding map[string]bool // anchors being expanded: an alias to one is a cycle
-	budget    int             // nodes left to convert: bounds alias expansion ("billion laughs")
-	stop      bool            // conversion gave up (too big or too deep)
-	dropped   int             // problems past maxErrors, counted, not kept
+	expanding map[string]bool   // anchors being expanded: an alias to one is a cycle
+	budget    int               // nodes left to convert: bounds alias expansion ("billion laughs")
+	stop      bool              // conversion gave up (too big or too deep)
+	dropped   int               // problems past maxErrors, counted, not kept
+	env       map[string]string // environment variables ${NAME} read, and their values
 }
 
 // Bounds on what one scenario file may expand to. Real scenarios are a few

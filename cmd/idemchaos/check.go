@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -15,12 +16,11 @@ import (
 )
 
 type checkFlags struct {
-	json          bool
-	invariants    []string
-	profile       string
-	headers       []string
-	decisionBound time.Duration
-	effects       string
+	json       bool
+	invariants []string
+	contract   contractFlags
+	maxTime    time.Duration
+	effects    string
 }
 
 func (m *Main) checkCmd() *cobra.Command {
@@ -31,12 +31,17 @@ func (m *Main) checkCmd() *cobra.Command {
 		Long: `check reads one or more JSONL histories (format v1, see the README), produced by
 idemchaos or by any other tool, and judges the invariants over them.
 
+The contract a history was judged by (status codes, payload fingerprint,
+replay headers, bounds) is read from its meta event when the run wrote it;
+the contract flags override it field by field.
+
 Exit codes: 0 every invariant held, 1 a violation, 2 inconclusive (unknown
 verdicts, no violation), 3 a file could not be read or is malformed.`,
 		Example: `  idemchaos check testdata/histories/exactly-once/response-drop-retry-ok.jsonl
   idemchaos check --json run.jsonl
   idemchaos check --invariant exactly-once --invariant replay-identical run.jsonl
   idemchaos check --profile stripe --decision-bound 10s run.jsonl
+  idemchaos check --reuse 400 --in-flight 425 --missing-key 0 --fingerprint canonical run.jsonl
   idemchaos check --effects my-api.yaml recorded.jsonl`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,35 +51,35 @@ verdicts, no violation), 3 a file could not be read or is malformed.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&f.json, "json", false, "print a JSON report instead of the human summary")
 	fl.StringArrayVar(&f.invariants, "invariant", nil, "check only this invariant (repeatable; default: all seven)")
-	fl.StringVar(&f.profile, "profile", m.env("PROFILE", "ietf"), "status contract profile: ietf or stripe (env IDEMCHAOS_PROFILE)")
-	fl.StringSliceVar(&f.headers, "headers", []string{"Content-Type"}, "response headers that must be identical on replay, besides status and body")
-	fl.DurationVar(&f.decisionBound, "decision-bound", 5*time.Second, "how long after faults heal a retried key may stay undecided")
+	f.contract.register(fl, m.env("PROFILE", ""))
+	fl.DurationVar(&f.maxTime, "max-time", 30*time.Second, "time budget per history for the checks that compare the attempts of a key; keys left unchecked are unknown (0: no budget)")
 	fl.StringVar(&f.effects, "effects", "", "read the effects with this scenario's oracle (sql or http) and add them (for a recording)")
 	return cmd
 }
 
 func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error {
-	profile, err := checkers.ProfileByName(f.profile)
-	if err != nil {
+	for _, name := range f.invariants {
+		if _, err := checkers.ByName(name); err != nil {
+			return usageError(err)
+		}
+	}
+	if _, err := f.contract.apply(checkers.DefaultContract()); err != nil {
 		return usageError(err)
 	}
-	opts := []checkers.Option{checkers.WithProfile(profile), checkers.WithHeaders(f.headers...), checkers.WithDecisionBound(f.decisionBound)}
-	checker := checkers.Default(opts...)
-	if len(f.invariants) > 0 {
-		var cs []checkers.Checker
-		for _, name := range f.invariants {
-			c, err := checkers.ByName(name, opts...)
-			if err != nil {
-				return usageError(err)
-			}
-			cs = append(cs, c)
-		}
-		checker = checkers.All(cs...)
-	}
-	keep := append(append([]string(nil), history.DefaultKeepHeaders...), f.headers...)
 	var runs []report.Run
 	for _, name := range files {
-		h, err := loadFile(name, keep)
+		contract, err := contractOf(name, f.contract)
+		if err != nil {
+			return usageError(err)
+		}
+		checker, err := checkers.ForContract(contract, f.invariants...)
+		if err != nil {
+			return usageError(fmt.Errorf("%s: %w", name, err))
+		}
+		if f.maxTime > 0 {
+			checker = checkers.WithDeadline(checker, f.maxTime)
+		}
+		h, err := loadFile(name, contract.LoadOptions())
 		if err != nil {
 			return usageError(err)
 		}
@@ -100,14 +105,45 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 	return exitFor(rep)
 }
 
+// contractOf returns the contract to judge a history by: the one its meta
+// event carries (the defaults when it carries none), with the flags given
+// on the command line applied over it.
+func contractOf(name string, flags contractFlags) (checkers.Contract, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return checkers.Contract{}, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	var meta history.Event
+	err = history.NewReader(f).Next(&meta)
+	var le *history.LineError
+	switch {
+	case errors.As(err, &le):
+		return checkers.Contract{}, fmt.Errorf("%s:%d: %s", name, le.Line, le.Msg)
+	case errors.Is(err, io.EOF):
+		return checkers.Contract{}, fmt.Errorf(`%s:1: empty history: expected a meta event {"type":"meta","v":1,...}`, name)
+	case err != nil:
+		return checkers.Contract{}, fmt.Errorf("%s: %w", name, err)
+	}
+	base, err := checkers.ContractFromMeta(meta.Contract)
+	if err != nil {
+		return checkers.Contract{}, fmt.Errorf("%s:1: contract: %w", name, err)
+	}
+	c, err := flags.apply(base)
+	if err != nil {
+		return checkers.Contract{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
+}
+
 // loadFile loads one history; a malformed one is "file:line: what was wrong".
-func loadFile(name string, keep []string) (*history.History, error) {
+func loadFile(name string, opts history.LoadOptions) (*history.History, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
-	h, err := history.Load(f, history.LoadOptions{KeepHeaders: keep})
+	h, err := history.Load(f, opts)
 	var le *history.LineError
 	if errors.As(err, &le) {
 		return nil, fmt.Errorf("%s:%d: %s", name, le.Line, le.Msg)

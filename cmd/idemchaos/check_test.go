@@ -90,3 +90,37 @@ func TestMain_ExitErrorCarriesItsCode(t *testing.T) {
 		t.Fatalf("a plain error exits %d, want %d", got, ExitUsage)
 	}
 }
+
+// The contract a history's meta carries is the one check judges by; the
+// contract flags override it field by field, and a custom contract is set
+// with flags alone.
+func TestCheck_Contract(t *testing.T) {
+	t.Parallel()
+	const h = "../../testdata/histories/"
+	cases := map[string]struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		"meta canonical":        {[]string{"check", h + "replay-identical/canonical-reordered-replayed-ok.jsonl"}, 0, "PASS", ""},
+		"flag strict overrides": {[]string{"check", "--fingerprint", "strict", h + "replay-identical/canonical-reordered-replayed-ok.jsonl"}, 1, "contract says strict", ""},
+		"ietf rejects 400":      {[]string{"check", h + "reuse-rejected/stripe-reuse-400-ok.jsonl"}, 1, "the ietf contract says 422", ""},
+		"custom by flags":       {[]string{"check", "--reuse", "400", "--in-flight", "409", "--missing-key", "0", h + "reuse-rejected/stripe-reuse-400-ok.jsonl"}, 0, "PASS", ""},
+		"custom needs codes":    {[]string{"check", "--profile", "custom", h + "reuse-rejected/stripe-reuse-400-ok.jsonl"}, 3, "", "needs --reuse and --in-flight"},
+		"codes need custom":     {[]string{"check", "--profile", "stripe", "--reuse", "400", h + "reuse-rejected/stripe-reuse-400-ok.jsonl"}, 3, "", "use --profile custom"},
+		"bad fingerprint":       {[]string{"check", "--fingerprint", "fuzzy", h + "reuse-rejected/stripe-reuse-400-ok.jsonl"}, 3, "", `fingerprint "fuzzy"`},
+		"budget runs out":       {[]string{"check", "--max-time", "1ns", "../../testdata/examples/response-drop-clean.jsonl"}, 2, "time budget (--max-time 1ns) ran out", ""},
+		"headers only listed":   {[]string{"check", "--headers", "Content-Type", h + "replay-identical/location-dropped-by-default-bad.jsonl"}, 0, "PASS", ""},
+		"headers by default":    {[]string{"check", h + "replay-identical/location-dropped-by-default-bad.jsonl"}, 1, "no Location header", ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errs := runMain(t, tc.args...)
+			if code != tc.code || !strings.Contains(out, tc.stdout) || !strings.Contains(errs, tc.stderr) {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errs)
+			}
+		})
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/report"
 	"github.com/idemchaos/idemchaos/scenarios"
@@ -49,7 +48,7 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 				return usageError(err)
 			}
 			ctx := cmd.Context()
-			r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindLocal, Mutants: harness.MatrixMutants(mutants), Scenarios: suite})
+			r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: harness.EnvLocal, Mutants: harness.MatrixMutants(mutants), Scenarios: suite})
 			if err != nil {
 				return usageError(err)
 			}

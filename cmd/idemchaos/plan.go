@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -78,14 +79,14 @@ func writeResolved(w interface{ Write([]byte) (int, error) }, s *scenarios.Scena
 		fmt.Fprintf(w, "target     %s (allow remote: %v)\n", s.Target.URL, s.Target.AllowRemote)
 	}
 	e := s.Endpoint
-	fmt.Fprintf(w, "endpoint   %s %s, key header %s, body %s\n", e.Method, e.Path, e.KeyHeader, e.Body)
+	fmt.Fprintf(w, "endpoint   %s %s, key header %s, tenant in %s%s, body %s\n", e.Method, e.Path, e.KeyHeader, e.Tenant.In, strings.TrimSuffix(" "+e.Tenant.Name, " "), e.Body)
 	c := s.Contract
-	fmt.Fprintf(w, "contract   %s (missing key %d, reuse %d, in flight %d)\n", c.Profile, c.MissingKey, c.Reuse, c.InFlight)
+	fmt.Fprintf(w, "contract   %s (missing key %d, reuse %d, in flight %d), fingerprint %s\n", c.Profile, c.MissingKey, c.Reuse, c.InFlight, cmp.Or(c.Fingerprint, "not probed"))
 	t := s.Traffic
 	fmt.Fprintf(w, "traffic    %d intents, %d tenants, concurrency %d, spread %s; duplicates %.2f, collisions %.2f, reuse %.2f, shared keys %.2f\n",
 		t.Intents, t.Tenants, t.Concurrency, t.Spread, t.Duplicates, t.Collisions, t.Reuse, t.SharedKeys)
-	fmt.Fprintf(w, "client     %s; retry: %d attempts, backoff %s…%s full jitter, Retry-After ≤ %s; timeout %s; deadline %s; ≤ %d requests\n",
-		t.Client, t.Retry.MaxAttempts, t.Retry.Base, t.Retry.Max, t.Retry.MaxRetryAfter, t.Timeout, t.Deadline, t.MaxRequests)
+	fmt.Fprintf(w, "client     %s; retry: ≤ %d attempts within %s, backoff %s…%s full jitter, Retry-After ≤ %s; timeout %s; deadline %s; ≤ %d requests\n",
+		t.Client, t.Retry.MaxAttempts, t.Retry.Budget, t.Retry.Base, t.Retry.Max, t.Retry.MaxRetryAfter, t.Timeout, t.Deadline, t.MaxRequests)
 	for i, f := range s.Faults {
 		fmt.Fprintf(w, "fault %d    %s%s when %s\n", i+1, f.Kind, describeParams(f.Params), describeWhen(f.When))
 	}

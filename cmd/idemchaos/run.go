@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/report"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -83,7 +82,7 @@ target, failing oracle, missing hook).`,
 }
 
 func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
-	kind, err := env.ParseKind(f.envKind)
+	kind, err := harness.ParseEnvKind(f.envKind)
 	if err != nil {
 		return usageError(err)
 	}
@@ -97,8 +96,12 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	targetURL := f.target
 	if targetURL != "" {
 		for _, s := range ss {
-			if err := harness.PrepareExternal(s, f.target, f.allowRemote); err != nil {
+			notes, err := harness.PrepareExternal(s, f.target, f.allowRemote)
+			if err != nil {
 				return usageError(err)
+			}
+			for _, n := range notes {
+				fmt.Fprintln(cmd.ErrOrStderr(), n)
 			}
 		}
 	} else if targetURL, err = harness.TargetURL(ss); err != nil {
@@ -122,8 +125,8 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		return usageError(err)
 	}
 	defer closeEnv(context.WithoutCancel(ctx))
-	if r.External != nil && r.External.DatabaseProxyAddr() != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "database proxy %s → %s (point your service's DSN at it for database faults)\n", r.External.DatabaseProxyAddr(), f.dbAddr)
+	if addr := r.DatabaseProxyAddr(); addr != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "database proxy %s → %s (point your service's DSN at it for database faults)\n", addr, f.dbAddr)
 	}
 	for _, s := range ss {
 		if err := harness.CheckOracle(ctx, s); err != nil {
@@ -141,7 +144,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	var outcomes []*harness.Outcome
 	for _, s := range ss {
 		prog.start(s.Name, f.mutant)
-		opts := harness.RunOptions{Seed: f.seed, Mutant: f.mutant, Plans: plans}
+		opts := harness.RunOptions{Seed: f.seed, Mutant: f.mutant, Plans: plans, Invocation: f.invocation()}
 		o, err := r.Run(ctx, s, opts)
 		prog.done()
 		if err != nil {
@@ -154,7 +157,6 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 			return usageError(oneLineError{fmt.Errorf("%s: %w", s.Name, err)})
 		}
 		run := report.FromOutcome(o)
-		run.Replay += f.replayFlags()
 		if f.reruns > 0 || f.shrink {
 			if !o.Met() && len(o.Caught()) > 0 && f.shrink {
 				fmt.Fprintf(cmd.ErrOrStderr(), "investigating the failing plan of %s (re-runs, then shrinking)…\n", s.Name)
@@ -168,15 +170,9 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 				}
 				return errInterrupted()
 			}
-			run.Repro = found.Repro
-			if sr := found.Shrunk; sr != nil {
-				run.Shrunk = &report.Shrunk{From: sr.From, To: len(sr.Plan.Intents), Runs: sr.Runs, Plan: sr.Plan.Describe()}
-				if found.PlanPath != "" {
-					f := f
-					f.plan = found.PlanPath
-					run.Shrunk.Plan += fmt.Sprintf("saved: %s\nreplay it: %s%s\n", found.PlanPath, o.ReplayCommand(), f.replayFlags())
-				}
-			}
+			again := opts.Invocation
+			again.Plan = found.PlanPath
+			run.AddInvestigation(found, harness.ReplayCommand(o.Scenario, o.Seed, o.Mutant, again))
 		}
 		runs = append(runs, run)
 		outcomes = append(outcomes, o)
@@ -188,24 +184,9 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	return exitFor(rep)
 }
 
-// replayFlags are the flags besides the scenario, seed and mutant that a
-// replay of this run needs: without --target a replay would go to the
-// scenario's own URL, not to the service that was tested.
-func (f runFlags) replayFlags() string {
-	var b strings.Builder
-	if f.target != "" {
-		b.WriteString(" --target " + f.target)
-	}
-	if f.allowRemote {
-		b.WriteString(" --allow-remote")
-	}
-	if f.dbAddr != "" {
-		b.WriteString(" --db-addr " + f.dbAddr)
-	}
-	if f.plan != "" {
-		b.WriteString(" --plan " + f.plan)
-	}
-	return b.String()
+// invocation is how this run was started, for its replay commands.
+func (f runFlags) invocation() harness.Invocation {
+	return harness.Invocation{Target: f.target, AllowRemote: f.allowRemote, DatabaseAddr: f.dbAddr, Plan: f.plan}
 }
 
 // oneLineError prints a multi-line error (pgconn lists every address it

@@ -38,6 +38,10 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	if click == 0 {
 		info.Fault = in.Faults[n]
 	}
+	// Rendered from this attempt's own key: a request never contradicts
+	// its sender, and a new key per retry is in the body too.
+	rq := d.cfg.Template.Render(in, info.Key)
+	info.sent = &rq
 	hdr := d.headers(in, info)
 	route := Route{}
 	if d.cfg.Router != nil {
@@ -68,7 +72,7 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	defer cancel()
 	var gotConn bool
 	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { gotConn = true }})
-	req, err := http.NewRequestWithContext(actx, in.Method, strings.TrimRight(base, "/")+in.Path, bytes.NewReader(in.Body))
+	req, err := http.NewRequestWithContext(actx, in.Method, strings.TrimRight(base, "/")+rq.Path, bytes.NewReader(rq.Body))
 	if err != nil {
 		// The same request would fail the same way on every retry.
 		d.notSent(info, in, hdr, "build request: "+err.Error())
@@ -112,8 +116,8 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 
 // headers are the request headers attempt info of in carries.
 func (d *runner) headers(in *Intent, info AttemptInfo) http.Header {
-	h := make(http.Header, len(d.cfg.Headers)+3)
-	for name, v := range d.cfg.Headers {
+	h := make(http.Header, len(info.sent.Headers)+3)
+	for name, v := range info.sent.Headers {
 		h.Set(name, v)
 	}
 	if info.Key != "" {
@@ -141,7 +145,11 @@ func (d *runner) record(info AttemptInfo, in *Intent, hdr http.Header, typ histo
 	switch typ {
 	case history.TypeInvoke:
 		e.Intent, e.Tenant, e.Key, e.Attempt, e.Client = in.ID, in.Tenant, info.Key, info.Attempt, in.Client
-		e.Req = &history.Request{Method: in.Method, Path: in.Path, Headers: headersOf(hdr), Body: in.Body}
+		sent := info.sent
+		if sent == nil {
+			sent = &Rendered{Path: in.Path, Body: in.Body}
+		}
+		e.Req = &history.Request{Method: in.Method, Path: sent.Path, Headers: headersOf(hdr), Body: sent.Body}
 	case history.TypeOK:
 		e.Resp = &history.Response{Status: resp.StatusCode, Headers: headersOf(resp.Header), Body: body}
 	}

@@ -23,8 +23,16 @@ type Intent struct {
 	Tenant string
 	Key    string // "" sends no key header
 	Method string
-	Path   string
-	Body   []byte
+	// Path and Body are the request as sent by the first attempt. With
+	// Vars set, every attempt renders its own from [Config.Template].
+	Path string
+	Body []byte
+	// Vars are the values drawn for the template's placeholders (n, sku,
+	// qty, amount, uuid); intent, tenant and key come from the attempt.
+	Vars map[string]string `json:",omitempty"`
+	// Variant changes the rendered body (see [ApplyVariant]): a
+	// re-serialised or retyped payload.
+	Variant string `json:",omitempty"`
 	// At is when the intent starts, from the start of the run.
 	At time.Duration
 	// Clicks > 1 sends that many copies of the first attempt (a double
@@ -47,6 +55,8 @@ type AttemptInfo struct {
 	Key     string // the key this attempt carries
 	// Fault is the fault the plan aims at this attempt, "" for none.
 	Fault string
+	// sent is the request as rendered, once it is.
+	sent *Rendered
 }
 
 // Route is the path one attempt takes.
@@ -74,8 +84,13 @@ type Config struct {
 	Tokens map[string]string
 	// KeyHeader is the idempotency key header (default "Idempotency-Key").
 	KeyHeader string
-	// Headers are sent on every request (e.g. Content-Type).
+	// Headers are sent on every request (e.g. Content-Type) when there is
+	// no Template.
 	Headers map[string]string
+	// Template renders every attempt's path, headers and body from its
+	// intent, tenant and key (intents with Vars); nil sends intents as
+	// written, with Headers.
+	Template *Template
 	// IntentHeader, if set, carries the intent id on every request, for
 	// services that can record it (the reference does).
 	IntentHeader string
@@ -142,6 +157,9 @@ func (c *Config) withDefaults() error {
 		c.InFlightStatus = http.StatusConflict
 	}
 	c.Retry = c.Retry.withDefaults()
+	if c.Template == nil {
+		c.Template = &Template{Headers: c.Headers}
+	}
 	return validModel(c.Model)
 }
 
@@ -253,14 +271,21 @@ func (d *runner) intent(ctx context.Context, in *Intent) {
 	h := fnv.New64a()
 	h.Write([]byte(in.ID))
 	rng := rand.New(rand.NewPCG(uint64(d.cfg.Seed), h.Sum64()))
+	var first time.Time
 	for n := 1; n <= d.cfg.Retry.MaxAttempts; n++ {
 		var res result
+		sent := time.Now()
+		if n == 1 {
+			first = sent
+		}
 		if n == 1 && in.Clicks > 1 {
 			res = d.clicks(ctx, in, rng)
 		} else {
 			res = d.attempt(ctx, in, n, 0)
 		}
-		if res.stop || !d.cfg.Model.retryable(res.status, res.hasRetryAfter, d.cfg.InFlightStatus) || n == d.cfg.Retry.MaxAttempts {
+		// Bounded in count and in time: the budget ends the retries once an
+		// attempt went out that late, so the last ask is never early.
+		if res.stop || !d.cfg.Model.retryable(res.status, d.cfg.InFlightStatus) || n == d.cfg.Retry.MaxAttempts || sent.Sub(first) >= d.cfg.Retry.Budget {
 			return
 		}
 		if !ctxwait.Sleep(ctx, d.cfg.Retry.backoff(rng, n, res.retryAfter)) {

@@ -186,7 +186,7 @@ func TestRun_ClientModels(t *testing.T) {
 		"retry-4xx retries 422":                {driver.Retry4xx, 422, "", 3, true},
 		"correct retries 429":                  {driver.Correct, 429, "0", 3, true},
 		"correct retries 409 with Retry-After": {driver.Correct, 409, "0", 3, true},
-		"correct stops on 409 without it":      {driver.Correct, 409, "", 1, true},
+		"correct retries 409 without it":       {driver.Correct, 409, "", 3, true},
 		"correct retries 502":                  {driver.Correct, 502, "", 3, true},
 		"key-per-attempt changes the key":      {driver.KeyPerAttempt, 503, "", 3, false},
 	}

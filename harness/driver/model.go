@@ -13,9 +13,9 @@ type Model string
 
 const (
 	// Correct generates the key once per intent and reuses it on every retry;
-	// it retries network errors, 408, 429, 5xx, and the in-flight 409 when the
-	// server sent Retry-After, with exponential backoff and full jitter, and
-	// never retries any other 4xx.
+	// it retries network errors, 408, 429, 5xx and the in-flight status
+	// (with or without Retry-After), with exponential backoff and full
+	// jitter, until its retry budget runs out, and never retries any other 4xx.
 	Correct Model = "correct"
 	// KeyPerAttempt is the classic bug: a new key on every retry.
 	KeyPerAttempt Model = "key-per-attempt"
@@ -38,7 +38,7 @@ func (m Model) Valid() bool {
 
 // RetryPolicy bounds retries: exponential backoff with full jitter.
 type RetryPolicy struct {
-	// MaxAttempts per intent, first attempt included (default 5).
+	// MaxAttempts per intent, first attempt included (default 40).
 	MaxAttempts int `json:"max_attempts" yaml:"max_attempts"`
 	// Base is the first backoff ceiling (default 25ms); it doubles per retry.
 	Base time.Duration `json:"base" yaml:"base"`
@@ -46,12 +46,19 @@ type RetryPolicy struct {
 	Max time.Duration `json:"max" yaml:"max"`
 	// MaxRetryAfter caps how long a server's Retry-After is honoured (default 2s).
 	MaxRetryAfter time.Duration `json:"max_retry_after" yaml:"max_retry_after"`
-	_             struct{}
+	// Budget stops the retries of an intent once an attempt was sent this
+	// long after its first (default 7s: past the checkers' default 5s
+	// decision bound, so that a slow key is judged, not abandoned).
+	Budget time.Duration `json:"budget" yaml:"budget"`
+	_      struct{}
 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = 5
+		p.MaxAttempts = 40
+	}
+	if p.Budget <= 0 {
+		p.Budget = 7 * time.Second
 	}
 	if p.Base <= 0 {
 		p.Base = 25 * time.Millisecond
@@ -82,7 +89,7 @@ func (p RetryPolicy) backoff(rng *rand.Rand, n int, retryAfter time.Duration) ti
 
 // retryable says whether the model sends another attempt after this ending.
 // status is 0 when no response arrived.
-func (m Model) retryable(status int, hasRetryAfter bool, inFlight int) bool {
+func (m Model) retryable(status int, inFlight int) bool {
 	switch {
 	case status == 0:
 		return true
@@ -92,7 +99,8 @@ func (m Model) retryable(status int, hasRetryAfter bool, inFlight int) bool {
 		return true
 	case status >= 500 || status == 408 || status == 429:
 		return true
-	case status == inFlight && hasRetryAfter:
+	case status == inFlight:
+		// "Still processing" is an answer to come, Retry-After or not.
 		return true
 	}
 	return false

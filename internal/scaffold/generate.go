@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -9,8 +10,6 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
-
-	"github.com/idemchaos/idemchaos/internal/env"
 )
 
 // File is one generated scenario file.
@@ -127,9 +126,10 @@ func (s *scaffold) findTarget() {
 	}
 	prefix := strings.TrimRight(u.Path, "/")
 	s.path = prefix
-	// "localhost" is kept as written: run resolves it and refuses it if it
+	// Only a choice of default: the loader applies the loopback rule to
+	// what is written, and run resolves "localhost" and refuses it if it
 	// leads off the machine.
-	if !strings.EqualFold(u.Hostname(), "localhost") && env.CheckLoopback(u.Host) != nil {
+	if ip := net.ParseIP(u.Hostname()); !strings.EqualFold(u.Hostname(), "localhost") && (ip == nil || !ip.IsLoopback()) {
 		s.targetWhy = fmt.Sprintf("the document's server is %s://%s, not this machine: idemchaos sends faults and load only to loopback; run a copy of the service here (or pass --target)", u.Scheme, u.Host)
 		return
 	}

@@ -1,0 +1,267 @@
+package harness_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/idemchaos/idemchaos/checkers"
+	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/scenarios"
+)
+
+// bodyTenantShop is a small order API written the way many are: the tenant
+// in the JSON body, order ids numbered per tenant (so two tenants have an
+// order 1), an effects endpoint. It keys idempotency by (tenant, key) and,
+// when loose, executes a reused key's new payload as a new order instead
+// of rejecting it.
+type bodyTenantShop struct {
+	loose bool
+
+	mu      sync.Mutex
+	next    map[string]int
+	records map[string]record
+	orders  []map[string]any
+	mislaid int // requests whose body named no tenant
+}
+
+type record struct {
+	body string
+	resp []byte
+}
+
+func newShop(loose bool) *bodyTenantShop {
+	return &bodyTenantShop{loose: loose, next: map[string]int{}, records: map[string]record{}}
+}
+
+func (s *bodyTenantShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.Method == http.MethodGet && r.URL.Path == "/effects" {
+		_ = json.NewEncoder(w).Encode(map[string]any{"orders": s.orders})
+		return
+	}
+	raw, _ := io.ReadAll(r.Body)
+	var body struct {
+		Tenant string `json:"tenant"`
+	}
+	if json.Unmarshal(raw, &body) != nil || body.Tenant == "" {
+		s.mislaid++
+		http.Error(w, `{"error":"tenant required"}`, http.StatusBadRequest)
+		return
+	}
+	key := r.Header.Get("Idempotency-Key")
+	scope := body.Tenant + "/" + key
+	if rec, ok := s.records[scope]; ok && (rec.body == string(raw) || !s.loose) {
+		w.Header().Set("Content-Type", "application/json")
+		if rec.body != string(raw) {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			fmt.Fprint(w, `{"error":"key reused"}`)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		w.Write(rec.resp)
+		return
+	}
+	s.next[body.Tenant]++
+	id := s.next[body.Tenant]
+	s.orders = append(s.orders, map[string]any{"tenant": body.Tenant, "key": key, "id": id})
+	resp := []byte(fmt.Sprintf(`{"order_id":%d,"tenant":%q}`, id, body.Tenant))
+	s.records[scope] = record{string(raw), resp}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	w.Write(resp)
+}
+
+func runExternal(t *testing.T, yaml string, h http.Handler) *harness.Outcome {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	yaml = strings.ReplaceAll(yaml, "SERVICE", srv.URL)
+	s, err := scenarios.Parse(t.Name()+".yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{TargetURL: srv.URL, Scenarios: []*scenarios.Scenario{s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = closeEnv(ctx) })
+	r.HistoryDir = t.TempDir()
+	o, err := r.Run(ctx, s, harness.RunOptions{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+const shopScenario = `
+target: {url: SERVICE}
+endpoint:
+  path: /orders
+  body: '{"tenant":"{{tenant}}","sku":"{{sku}}","qty":{{qty}}}'
+  tenant: {in: body}
+traffic: {intents: 24, tenants: 3, concurrency: 4, reuse: 0.3, shared_keys: 0.3}
+effects:
+  oracle: http
+  url: SERVICE/effects
+  items: $.orders[*]
+  tenant: $.tenant
+  key: $.key
+  id: $.id
+  response_id: $.order_id
+invariants: [exactly-once, tenant-isolation]
+`
+
+// A correct tenant-in-body service is clean, whatever keys the plan shares
+// across tenants: before, a body rendered before its tenant was swapped
+// named another tenant, and the service's effects looked like a leak.
+func TestRun_TenantInBodyServiceIsClean(t *testing.T) {
+	t.Parallel()
+	shop := newShop(false)
+	o := runExternal(t, shopScenario, shop)
+	if !o.Met() {
+		t.Fatalf("a correct service judged %s: %+v", o.Verdict(), o.Steps[0].Result)
+	}
+	if shop.mislaid != 0 || len(shop.orders) == 0 {
+		t.Fatalf("%d requests without a tenant, %d orders", shop.mislaid, len(shop.orders))
+	}
+	perTenant := map[string]int{}
+	for _, e := range o.History.Effects {
+		perTenant[e.ID]++
+	}
+	if perTenant["1"] < 2 {
+		t.Fatalf("effect ids %v: the test needs an id two tenants share", perTenant)
+	}
+	if got := len(o.History.Effects); got != len(shop.orders) {
+		t.Errorf("history holds %d effects, the service made %d: effects are one per (tenant, id)", got, len(shop.orders))
+	}
+}
+
+// When the acknowledgement names the order and the oracle reports that
+// id, the effect is attributed to exactly the intent that was acknowledged,
+// even when a loose service executed two intents under one key.
+func TestRun_EffectsAttributedByResponseID(t *testing.T) {
+	t.Parallel()
+	shop := newShop(true)
+	o := runExternal(t, shopScenario, shop)
+	attributed, shared := 0, 0
+	byScope := map[string]map[string]bool{}
+	for _, e := range o.History.Effects {
+		if e.Intent == "" {
+			t.Errorf("effect %s/%s has no intent", e.Tenant, e.ID)
+			continue
+		}
+		attributed++
+		scope := e.Tenant + "/" + e.Key
+		if byScope[scope] == nil {
+			byScope[scope] = map[string]bool{}
+		}
+		byScope[scope][e.Intent] = true
+	}
+	for _, in := range byScope {
+		if len(in) > 1 {
+			shared++
+		}
+	}
+	if attributed == 0 || shared == 0 {
+		t.Fatalf("%d effects attributed, %d keys with effects of several intents: the test proved nothing", attributed, shared)
+	}
+}
+
+func loadFile(t *testing.T, path string) *history.History {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, err := history.Load(f, history.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// A run without an oracle did not read effects, and its history says so:
+// exactly-once then cannot blame an acknowledged intent for having none.
+// Before, "oracle: none" wrote effects_recorded: true.
+func TestRun_NoOracleRecordsEffectsUnread(t *testing.T) {
+	t.Parallel()
+	yaml := strings.Replace(shopScenario, `effects:
+  oracle: http
+  url: SERVICE/effects
+  items: $.orders[*]
+  tenant: $.tenant
+  key: $.key
+  id: $.id
+  response_id: $.order_id`, "effects: {oracle: none}", 1)
+	o := runExternal(t, yaml, newShop(false))
+	h := loadFile(t, o.HistoryPath)
+	if h.EffectsKnown || o.History.EffectsKnown {
+		t.Fatal("a run without an oracle claims its effects were recorded")
+	}
+	for _, r := range o.Steps[0].Result.Results {
+		if r.Name == "exactly-once" && r.Verdict == checkers.Violated {
+			t.Errorf("exactly-once blamed a service whose effects were never read: %v", r.Violations)
+		}
+	}
+	// With an oracle, the finished run's history says its effects were read.
+	o = runExternal(t, shopScenario, newShop(false))
+	if h := loadFile(t, o.HistoryPath); !h.EffectsKnown || len(h.Effects) == 0 {
+		t.Fatalf("a finished run with an oracle: effects known %v, %d effects", h.EffectsKnown, len(h.Effects))
+	}
+}
+
+// A run interrupted while it sends keeps a history that says its effects
+// were not read (they were not). Before, it said effects_recorded: true,
+// and a later check reported every acknowledged intent without effect.
+func TestRun_InterruptedRunRecordsEffectsUnread(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	shop := newShop(false)
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			shop.mu.Lock()
+			n := len(shop.orders)
+			shop.mu.Unlock()
+			if n >= 3 {
+				once.Do(cancel) // Ctrl-C, mid-step
+			}
+		}
+		shop.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	s, err := scenarios.Parse("interrupted.yaml", []byte(strings.ReplaceAll(shopScenario, "SERVICE", srv.URL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, closeEnv, err := harness.Open(context.Background(), harness.OpenOptions{TargetURL: srv.URL, Scenarios: []*scenarios.Scenario{s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEnv(context.Background())
+	r.HistoryDir = t.TempDir()
+	o, err := r.Run(ctx, s, harness.RunOptions{Seed: 3})
+	if err == nil || o == nil || o.HistoryPath == "" {
+		t.Fatalf("an interrupted run: err %v, outcome %v", err, o)
+	}
+	h := loadFile(t, o.HistoryPath)
+	if len(h.Attempts) == 0 {
+		t.Fatal("the interrupted run kept no attempts: the test proved nothing")
+	}
+	if h.EffectsKnown {
+		t.Fatal("the history of an interrupted run claims its effects were recorded")
+	}
+}

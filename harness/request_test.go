@@ -1,0 +1,143 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/idemchaos/idemchaos/harness/driver"
+	"github.com/idemchaos/idemchaos/scenarios"
+)
+
+func parseScenario(t *testing.T, yaml string) *scenarios.Scenario {
+	t.Helper()
+	s, err := scenarios.Parse("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const tenantInBody = `
+target: {url: "http://127.0.0.1:9"}
+endpoint:
+  path: /orders
+  body: '{"tenant":"{{tenant}}","sku":"{{sku}}","qty":{{qty}},"amount":{{amount}}}'
+  tenant: {in: body}
+contract: {fingerprint: canonical}
+traffic: {intents: 60, tenants: 3, reuse: 0.3, shared_keys: 0.3, duplicates: 0.4, collisions: 0.1}
+effects: {oracle: none}
+`
+
+// Every planned request names its own tenant, whatever key it shares or
+// reuses; before, a body was filled before the tenant was swapped.
+func TestPlan_BodiesNameTheirOwnTenant(t *testing.T) {
+	t.Parallel()
+	s := parseScenario(t, tenantInBody)
+	shared := 0
+	for seed := int64(1); seed <= 20; seed++ {
+		ps, err := Plans(s, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner := map[string]string{}
+		for _, in := range ps[0].Intents {
+			var b struct{ Tenant string }
+			if err := json.Unmarshal(in.Body, &b); err != nil {
+				t.Fatalf("seed %d %s: body %s: %v", seed, in.ID, in.Body, err)
+			}
+			if b.Tenant != in.Tenant {
+				t.Errorf("seed %d %s: tenant %s sends a body naming %s: %s", seed, in.ID, in.Tenant, b.Tenant, in.Body)
+			}
+			if o, ok := owner[in.Key]; ok && o != in.Tenant {
+				shared++
+			}
+			owner[in.Key] = in.Tenant
+		}
+	}
+	if shared == 0 {
+		t.Fatal("no plan shared a key across tenants: the test proved nothing")
+	}
+}
+
+// A reuse always sends a payload no earlier use of its key sent, and some
+// reuses differ only in a value's JSON type.
+func TestPlan_ReuseAlwaysDiffersFromEarlierUses(t *testing.T) {
+	t.Parallel()
+	s := parseScenario(t, tenantInBody)
+	reuses, retyped, reserialised := 0, 0, 0
+	for seed := int64(1); seed <= 30; seed++ {
+		ps, _ := Plans(s, seed)
+		firstOf := map[string]driver.Intent{}
+		own := map[string]driver.Intent{} // each intent's first request
+		type sent struct {
+			intent string
+			body   []byte
+		}
+		bodies := map[string][]sent{}
+		for _, in := range ps[0].Intents {
+			scope := in.Tenant + "/" + in.Key
+			if f, ok := firstOf[scope]; ok && f.ID != in.ID {
+				reuses++
+				for _, b := range bodies[scope] {
+					if b.intent != in.ID && bytes.Equal(b.body, in.Body) {
+						t.Errorf("seed %d: %s reuses %s's key with a body already sent with it: %s", seed, in.ID, f.ID, in.Body)
+					}
+				}
+			}
+			if _, ok := firstOf[scope]; !ok {
+				firstOf[scope] = in
+			}
+			orig, seen := own[in.ID]
+			if !seen {
+				own[in.ID] = in
+			}
+			switch in.Variant {
+			case driver.VariantRetypedString, driver.VariantRetypedBool:
+				retyped++
+				if !strings.Contains(string(in.Body), `"qty":"`) && !strings.Contains(string(in.Body), `"qty":true`) {
+					t.Errorf("seed %d %s: %s body has no retyped qty: %s", seed, in.ID, in.Variant, in.Body)
+				}
+			case driver.VariantReserialised:
+				reserialised++
+				var a, b any
+				_ = json.Unmarshal(in.Body, &a)
+				_ = json.Unmarshal(orig.Body, &b)
+				if !seen || !reflect.DeepEqual(a, b) || bytes.Equal(in.Body, orig.Body) {
+					t.Errorf("seed %d %s: re-serialised %s is not its first request's JSON written otherwise (%s)", seed, in.ID, in.Body, orig.Body)
+				}
+			}
+			bodies[scope] = append(bodies[scope], sent{in.ID, in.Body})
+		}
+	}
+	if reuses == 0 || retyped == 0 || reserialised == 0 {
+		t.Fatalf("reuses %d, retyped %d, re-serialised %d: each must occur", reuses, retyped, reserialised)
+	}
+}
+
+// Without an expected fingerprint, no payload is re-serialised or
+// retyped: there would be no telling what the service must answer.
+func TestPlan_NoFingerprintProbeUnlessExpected(t *testing.T) {
+	t.Parallel()
+	s := parseScenario(t, strings.Replace(tenantInBody, "contract: {fingerprint: canonical}\n", "", 1))
+	for seed := int64(1); seed <= 20; seed++ {
+		ps, _ := Plans(s, seed)
+		for _, in := range ps[0].Intents {
+			if in.Variant == driver.VariantReserialised || strings.HasPrefix(in.Variant, "retyped") {
+				t.Fatalf("seed %d %s %s without contract.fingerprint", seed, in.ID, in.Variant)
+			}
+		}
+	}
+}
+
+func TestPlan_SameSeedSamePlan(t *testing.T) {
+	t.Parallel()
+	s := parseScenario(t, tenantInBody)
+	a, _ := Plans(s, 7)
+	b, _ := Plans(s, 7)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("the same seed gave two plans")
+	}
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The test command of the README, and the one .ci/run calls: it installs what
+# a fresh Debian or Ubuntu machine lacks for the tests — the PostgreSQL server
+# binaries (the embedded environment starts real clusters from them) and
+# Chromium (the HTML report's browser test opens a report in it) — then runs
+# go test ./... with any arguments given (./test.sh -run Foo ./checkers/).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+have_postgres() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; }
+have_chromium() { command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; }
+
+packages=()
+have_postgres || packages+=(postgresql)
+if ! have_chromium && [ "${IDEMCHAOS_BROWSER_TESTS:-1}" != 0 ]; then
+  packages+=(chromium)
+fi
+
+if [ ${#packages[@]} -gt 0 ]; then
+  as_root=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+      as_root=(sudo)
+    else
+      echo "test.sh: missing ${packages[*]}; install them as root:" >&2
+      echo "  apt-get update && apt-get install -y ${packages[*]}" >&2
+      echo "(or set IDEMCHAOS_BROWSER_TESTS=0 to skip the browser test on a machine without chromium)" >&2
+      exit 3
+    fi
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "test.sh: missing ${packages[*]} and no apt-get here: install them with your package manager" >&2
+    exit 3
+  fi
+  echo "test.sh: installing ${packages[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${as_root[@]}" apt-get update -qq
+  "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+fi
+
+go version
+if [ $# -eq 0 ]; then
+  set -- ./...
+fi
+exec go test "$@"
