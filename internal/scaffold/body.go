@@ -25,6 +25,7 @@ var (
 	// idLike may as well name an existing resource.
 	clientRef  = regexp.MustCompile(`(?i)(^reference$|_?ref(erence)?$|^external_?id$|^order_?number$|^idempotency|^client_?\w*_?id$|^request_?id$)`)
 	idLike     = regexp.MustCompile(`(^id$|_id$|Id$|ID$)`)
+	keyLike    = regexp.MustCompile(`(?i)^idempotency_?key$`)
 	skuLike    = regexp.MustCompile(`(?i)^(sku|product(_?id)?|item(_?id)?|price(_?id)?|plan)$`)
 	qtyLike    = regexp.MustCompile(`(?i)^(qty|quantity|count|units)$`)
 	amountLike = regexp.MustCompile(`(?i)^(amount|total|value|price|sum)(_?(minor|cents|value))?$`)
@@ -258,6 +259,10 @@ func (g *bodyGen) str(name, path string, s *openapi3.Schema) value {
 		g.varying, g.hasTenant = true, true
 		g.guess("%s: {{tenant}}: the name looks like the tenant (check that it is, and that the service accepts the tenant names t1, t2...)", path)
 		return scalar(`"{{tenant}}"`, "{{tenant}}")
+	case keyLike.MatchString(name):
+		g.varying = true
+		g.guess("%s: {{key}}, the attempt's idempotency key: the name says the body carries it", path)
+		return scalar(`"{{key}}"`, "{{key}}")
 	case clientRef.MatchString(name) || s.Format == "uuid" && s.Example == nil:
 		g.varying = true
 		what := "the name says the client makes it up"

@@ -194,13 +194,32 @@ func (s *scaffold) writeEndpoint(y *yamlText) {
 		}
 	}
 	y.line(1, "body: "+singleQuoted(s.body), "")
-	switch {
-	case s.ten.in == "bearer":
+	switch s.ten.in {
+	case "bearer":
 		y.comment(1, s.ten.why+". TODO: replace these demo tokens with real ones, one per tenant (the cross-tenant step uses three).")
 		y.line(1, "tokens: {t1: tok-t1, t2: tok-t2, t3: tok-t3}", "")
+	case "header", "query":
+		y.comment(1, s.ten.why+".")
+		y.line(1, fmt.Sprintf("tenant: {in: %s, name: %s}", s.ten.in, str(s.ten.name)), "")
+		s.writeTenantNames(y)
+	case "path", "body":
+		y.comment(1, s.ten.why+".")
+		y.line(1, "tenant: {in: "+s.ten.in+"}", "{{tenant}} in the "+s.ten.in)
+		s.writeTenantNames(y)
 	default:
 		y.comment(1, "Tenant: "+s.ten.why+".")
 	}
+}
+
+// writeTenantNames explains, for a tenant sent as a value, which values
+// the service will see, and how to make them real accounts.
+func (s *scaffold) writeTenantNames(y *yamlText) {
+	if s.ten.bearer {
+		y.comment(1, "TODO: the service sees the tenants' names (t1, t2, t3) as accounts: rename them to three test accounts of yours, each with a bearer token that may act for it (the operation authenticates with a bearer token too).")
+		y.line(1, "tokens: {t1: TODO-token, t2: TODO-token, t3: TODO-token}", "")
+		return
+	}
+	y.comment(1, "The service sees tenants named t1, t2, t3 (the cross-tenant step uses three): create test accounts so named, or list yours as the keys of endpoint.tokens (their values are then sent as Authorization: Bearer).")
 }
 
 func (s *scaffold) writeContract(y *yamlText) {

@@ -75,6 +75,7 @@ type scaffold struct {
 	body        string
 	bodyGuesses []string
 	varying     bool
+	bodyTenant  bool // the body carries {{tenant}}
 	ten         tenancy
 	con         contract
 	callback    *callbackOp
@@ -103,8 +104,11 @@ func newScaffold(t *openapi3.T, o *operation, opts Options) (*scaffold, error) {
 	s.findBody()
 	s.findHeaders()
 	s.callback = findCallback(t, o)
-	if s.ten.in != "bearer" && s.ten.in != "none" {
-		s.notes = append(s.notes, s.tenantNote())
+	if s.ten.in == "none" && s.bodyTenant {
+		s.ten = tenancy{in: "body", multi: true, why: "guess: the operation names no credential, and the body has a tenant-like field"}
+	}
+	if n := s.tenantNote(); n != "" {
+		s.notes = append(s.notes, n)
 	}
 	return s, nil
 }
@@ -145,7 +149,7 @@ func (s *scaffold) findPath() {
 	p := pathParam.ReplaceAllStringFunc(s.o.path, func(m string) string {
 		name := m[1 : len(m)-1]
 		if s.ten.in == "path" && name == s.ten.name {
-			return s.ten.pathValue
+			return "{{tenant}}"
 		}
 		v := "1"
 		if prm := s.o.param("path", name); prm != nil {
@@ -204,6 +208,7 @@ func (s *scaffold) findBody() {
 	}
 	s.bodyGuesses = append(s.bodyGuesses, g.guesses...)
 	s.varying = g.varying
+	s.bodyTenant = g.hasTenant
 	if !g.varying {
 		s.bodyGuesses = append(s.bodyGuesses, "nothing in the body varies per intent: the key-reuse step needs two bodies, so it is left out; add a placeholder where the schema allows one")
 	}
@@ -218,8 +223,10 @@ func (s *scaffold) findHeaders() {
 			strings.EqualFold(v.Name, "Content-Type") {
 			continue
 		}
-		tenant := s.ten.in == "header" && v.Name == s.ten.name
-		if !v.Required && !tenant {
+		if s.ten.in == "header" && strings.EqualFold(v.Name, s.ten.name) {
+			continue // endpoint.tenant sends it, per tenant
+		}
+		if !v.Required {
 			continue
 		}
 		val := exampleOf(v, "")
@@ -227,9 +234,6 @@ func (s *scaffold) findHeaders() {
 		if val == "" {
 			val = "TODO"
 			why = "a required header the document gives no example for: fill it in"
-		}
-		if tenant {
-			why = "the tenant's header: one value for every intent (see the tenant note above)"
 		}
 		s.headers = append(s.headers, [2]string{v.Name, val})
 		s.headerWhy[v.Name] = why
@@ -267,10 +271,6 @@ func apiKeyHeaders(t *openapi3.T, o *operation) []string {
 // the tenant, so the user knows the run covers one tenant.
 func (s *scaffold) tenantNote() string {
 	switch s.ten.in {
-	case "path":
-		return fmt.Sprintf("the tenant is in the path ({%s}); this version's scenarios send one path, so every intent is one tenant (%s) and the cross-tenant step is left out", s.ten.name, s.ten.pathValue)
-	case "header", "query":
-		return fmt.Sprintf("the tenant is the %s %q; this version's scenarios send one value for it, so every intent is one tenant and the cross-tenant step is left out", s.ten.in, s.ten.name)
 	case "apikey":
 		return fmt.Sprintf("the tenant is the API key %q; this version's scenarios send tenants as bearer tokens only, so every intent uses the one key in endpoint.headers and the cross-tenant step is left out", s.ten.name)
 	case "basic":

@@ -98,22 +98,25 @@ func TestGenerate_FormBodiesAccountHeaderStripeDialect(t *testing.T) {
 	if want := "amount={{amount}}&currency=usd&source=tok_visa&metadata[order_id]={{uuid}}"; e.Body != want {
 		t.Errorf("body\n got %s\nwant %s", e.Body, want)
 	}
-	if e.Headers["Payments-Account"] != "acct_1032D82eZvKYlo2C" || e.Headers["Payments-Version"] != "2024-06-20" {
-		t.Errorf("headers %v: want the account (tenant) and the required version header with their examples", e.Headers)
+	if e.Tenant.In != "header" || e.Tenant.Name != "Payments-Account" || e.Headers["Payments-Version"] != "2024-06-20" {
+		t.Errorf("tenant %+v, headers %v: want the account header as the tenant and the required version header with its example", e.Tenant, e.Headers)
+	}
+	if _, static := e.Headers["Payments-Account"]; static {
+		t.Error("the tenant's header is also a static header")
+	}
+	if len(e.Tokens) != 3 || e.Tokens["t1"] != "TODO-token" {
+		t.Errorf("tokens %v: the platform's bearer key per account, marked TODO", e.Tokens)
 	}
 	if s.Contract.Profile != "stripe" {
 		t.Errorf("contract %+v, want stripe (400 reuse, 409 in flight, optional key)", s.Contract)
 	}
-	if s.Traffic.Tenants != 1 {
-		t.Errorf("tenants %d: one account header value can only be one tenant", s.Traffic.Tenants)
-	}
-	if want := "lost-responses double-clicks gateway-timeouts key-reuse twins"; stepNames(s) != want {
-		t.Errorf("steps %q, want %q (no cross-tenant: one tenant)", stepNames(s), want)
+	if want := "lost-responses double-clicks gateway-timeouts key-reuse twins cross-tenant"; stepNames(s) != want {
+		t.Errorf("steps %q, want %q", stepNames(s), want)
 	}
 	d, _ := scaffold.Load(t.Context(), "../../testdata/openapi/stripe-like.yaml")
 	files, _ := scaffold.Generate(d, scaffold.Options{})
-	if len(files[0].Notes) == 0 || !strings.Contains(files[0].Notes[0], `"Payments-Account"`) || !strings.Contains(files[0].Text, "# NOTE: the tenant is the header") {
-		t.Errorf("the tenant limitation must be a note in the file and for the CLI: %v", files[0].Notes)
+	if len(files[0].Notes) != 0 {
+		t.Errorf("notes %v: a tenant in a header is expressible", files[0].Notes)
 	}
 	if !strings.Contains(files[0].Text, "guess:") {
 		t.Error("no guess is flagged")
@@ -130,8 +133,11 @@ func TestGenerate_AccountInPathCustomDialect(t *testing.T) {
 		t.Fatalf("no create-payment.yaml in %v", keys(got))
 	}
 	e := s.Endpoint
-	if e.Path != "/api/v2/accounts/acct_123/payments" || e.KeyHeader != "X-Idempotency-Key" || e.Headers["X-API-Key"] == "" {
-		t.Errorf("endpoint path %s key %s headers %v", e.Path, e.KeyHeader, e.Headers)
+	if e.Path != "/api/v2/accounts/{{tenant}}/payments" || e.Tenant.In != "path" || e.KeyHeader != "X-Idempotency-Key" || e.Headers["X-API-Key"] == "" {
+		t.Errorf("endpoint path %s tenant %+v key %s headers %v", e.Path, e.Tenant, e.KeyHeader, e.Headers)
+	}
+	if want := "lost-responses double-clicks gateway-timeouts key-reuse twins cross-tenant"; stepNames(s) != want {
+		t.Errorf("steps %q, want %q", stepNames(s), want)
 	}
 	want := `{"merchant_reference":"{{uuid}}","payment_method":{"token":"tok_4111","type":"card"},"shopper":{"email":"buyer@example.com","country":"NL"},"amount":{"value":{{amount}},"currency":"EUR"}}`
 	if e.Body != want {
@@ -184,5 +190,43 @@ func TestGenerate_BadSelections(t *testing.T) {
 		t.Error("a Swagger 2.0 document loaded")
 	} else {
 		t.Log(err)
+	}
+}
+
+// Without a credential, a tenant-like body field carries the tenant
+// (endpoint.tenant in: body), and a body field named for the key carries it.
+func TestGenerate_TenantInBody(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "ledger.yaml")
+	if err := os.WriteFile(doc, []byte(`openapi: 3.1.0
+info: {title: ledger, version: "1"}
+servers: [{url: "http://localhost:7000"}]
+paths:
+  /entries:
+    post:
+      operationId: postEntry
+      parameters: [{name: Idempotency-Key, in: header, required: true, schema: {type: string}}]
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [tenant_id, idempotency_key, amount]
+              properties:
+                tenant_id: {type: string}
+                idempotency_key: {type: string}
+                amount: {type: integer}
+      responses: {"201": {description: ok}, "422": {description: "The Idempotency-Key was reused with a different body."}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := generate(t, doc, scaffold.Options{})["post-entry.yaml"]
+	if s == nil {
+		t.Fatal("no post-entry.yaml")
+	}
+	if s.Endpoint.Tenant.In != "body" || s.Endpoint.Body != `{"tenant_id":"{{tenant}}","idempotency_key":"{{key}}","amount":{{amount}}}` {
+		t.Errorf("tenant %+v body %s", s.Endpoint.Tenant, s.Endpoint.Body)
+	}
+	if s.Target.URL != "http://localhost:7000" {
+		t.Errorf("target %s: a localhost server is kept", s.Target.URL)
 	}
 }

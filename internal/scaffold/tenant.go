@@ -15,10 +15,14 @@ type tenancy struct {
 	// in is bearer, path, header, query, apikey, basic or none.
 	in   string
 	name string // the parameter or header name (path, header, query, apikey)
-	// multi says the scenario can send distinct tenants (only bearer
-	// tokens can vary per tenant in the current format).
+	// multi says the scenario can send distinct tenants: a bearer token,
+	// a header, query or path parameter, or a body field per tenant (an
+	// API key or a basic-auth user cannot: they are credentials).
 	multi bool
-	why   string
+	// bearer says the operation also authenticates with a bearer token
+	// (the platform's key when the tenant is an account in a header).
+	bearer bool
+	why    string
 	// pathValue replaces {name} in the path when the tenant is in it.
 	pathValue string
 }
@@ -32,7 +36,7 @@ func findTenancy(t *openapi3.T, o *operation) tenancy {
 			if p.Value == nil || p.Value.In != in || !tenantLike.MatchString(p.Value.Name) {
 				continue
 			}
-			tn := tenancy{in: in, name: p.Value.Name, why: fmt.Sprintf("guess: the %s parameter %q looks like the tenant (from its name)", in, p.Value.Name)}
+			tn := tenancy{in: in, name: p.Value.Name, multi: true, bearer: usesBearer(t, o), why: fmt.Sprintf("guess: the %s parameter %q looks like the tenant (from its name)", in, p.Value.Name)}
 			if in == "path" {
 				tn.pathValue = exampleOf(p.Value, "acct_1")
 			}
@@ -67,6 +71,26 @@ func findTenancy(t *openapi3.T, o *operation) tenancy {
 		}
 	}
 	return tenancy{in: "none", why: "the operation names no security scheme and no tenant-like parameter: one tenant"}
+}
+
+// usesBearer says the operation's security includes a bearer token.
+func usesBearer(t *openapi3.T, o *operation) bool {
+	reqs := t.Security
+	if o.op.Security != nil {
+		reqs = *o.op.Security
+	}
+	for _, req := range reqs {
+		for n := range req {
+			if t.Components == nil || t.Components.SecuritySchemes[n] == nil || t.Components.SecuritySchemes[n].Value == nil {
+				continue
+			}
+			sc := t.Components.SecuritySchemes[n].Value
+			if sc.Type == "http" && strings.EqualFold(sc.Scheme, "bearer") || sc.Type == "oauth2" || sc.Type == "openIdConnect" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // exampleOf is a parameter's example, its schema's example or default, or def.
