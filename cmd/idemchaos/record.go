@@ -43,8 +43,9 @@ check reads. Judge it afterwards, with the effects your service really produced:
   idemchaos check --effects scenario.yaml FILE.jsonl
 
 Intents are unknown to a proxy: each (tenant, key) is its own intent. The tenant
-is read as a scenario's run sends it: from --tenant-header, or from the bearer
-token through the tokens of the scenario given with -s, else as a short hash of
+is read as a scenario's run sends it: from --tenant-header, or where the scenario
+given with -s says (endpoint.tenant: the bearer token through its tokens, a
+header, a query parameter, the path or a body field), else as a short hash of
 the Authorization header (the credential itself is never written). An attempt
 the upstream never saw (no connection) is "fail"; one sent without a whole
 response back (a timeout, a reset) is "info": it may have executed.
