@@ -112,6 +112,7 @@ func (m *Main) runRecord(cmd *cobra.Command, f recordFlags) error {
 			opts.KeyHeader = s.Endpoint.KeyHeader
 		}
 		opts.Tenant = recorder.ScenarioTenant(s.Endpoint)
+		opts.Contract = recorder.ScenarioContract(s)
 	}
 	if f.tenantHeader != "" {
 		name := f.tenantHeader

@@ -208,6 +208,9 @@ func TestRecord_DoubleClicksOnOrdersvcCaughtByCheck(t *testing.T) {
 			if err != nil || h.Truncated {
 				t.Fatalf("recording: %v (truncated %v)", err, h != nil && h.Truncated)
 			}
+			if c := h.Meta.Contract; c == nil || c.Profile != "ietf" || c.Reuse != 422 || c.InFlight != 409 {
+				t.Errorf("meta contract %+v: the scenario's (ietf), so check judges the recording by it", c)
+			}
 			if len(h.Attempts) != 24*3 || h.IntentsKnown {
 				t.Fatalf("recorded %d attempts (intents known %v), want 72 without intents", len(h.Attempts), h.IntentsKnown)
 			}

@@ -50,6 +50,9 @@ type Options struct {
 	Timeout time.Duration
 	// Scenario names the recording in the history's meta line.
 	Scenario string
+	// Contract, when set, is written in the meta line: check then judges
+	// the recording by it (see [ScenarioContract]).
+	Contract *history.Contract
 	// Transport sends to the upstream (default: a dedicated transport).
 	Transport http.RoundTripper
 	_         struct{}
@@ -100,7 +103,7 @@ func New(w *history.Writer, opts Options) (*Recorder, error) {
 		r.redact[strings.ToLower(n)] = true
 	}
 	err := w.Write(&history.Event{Type: history.TypeMeta, V: history.Version, Scenario: opts.Scenario,
-		Started: r.start.UTC().Format(time.RFC3339Nano)})
+		Started: r.start.UTC().Format(time.RFC3339Nano), Contract: opts.Contract})
 	return r, err
 }
 

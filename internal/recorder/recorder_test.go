@@ -182,12 +182,16 @@ func TestRecord_FormBodyRedactionAndTenantFunc(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
 	defer up.Close()
 	base, events := proxy(t, up.URL, recorder.Options{Redact: []string{"number"}, KeyHeader: "X-Key",
+		Contract: &history.Contract{Profile: "custom", MissingKey: 0, Reuse: 409, InFlight: 425},
 		Tenant: func(r *http.Request, _ []byte) string { return r.Header.Get("X-Account") }})
 	post(t, base, "/c", "amount=100&card[number]=4242", map[string]string{"Content-Type": "application/x-www-form-urlencoded", "X-Account": "acct_9", "X-Key": "k9"})
 	post(t, base, "/c", "amount=100", map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 	ev := events()
 	if len(ev) != 5 {
 		t.Fatalf("%d events", len(ev))
+	}
+	if c := ev[0].Contract; c == nil || c.Profile != "custom" || c.Reuse != 409 || c.InFlight != 425 {
+		t.Errorf("meta contract %+v", c)
 	}
 	if ev[1].Tenant != "acct_9" || ev[1].Key != "k9" || string(ev[1].Req.Body) != "amount=100&card%5Bnumber%5D=%5Bredacted%5D" {
 		t.Errorf("first invoke tenant %q key %q body %s", ev[1].Tenant, ev[1].Key, ev[1].Req.Body)

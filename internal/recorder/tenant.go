@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -143,4 +144,21 @@ func find(v any, path *[]string) bool {
 		}
 	}
 	return false
+}
+
+// ScenarioContract is the contract a scenario's run is judged by, as a
+// history's meta line carries it: its status codes and fingerprint, and
+// eventually-decided's bound when the scenario sets one.
+func ScenarioContract(s *scenarios.Scenario) *history.Contract {
+	c := &history.Contract{Profile: s.Contract.Profile, MissingKey: s.Contract.MissingKey, Reuse: s.Contract.Reuse,
+		InFlight: s.Contract.InFlight, Fingerprint: s.Contract.Fingerprint}
+	for _, inv := range s.Invariants {
+		if inv.Name == "eventually-decided" && inv.Bound > 0 {
+			c.DecisionBoundMS = inv.Bound.Milliseconds()
+		}
+		if inv.Name == "replay-identical" && len(inv.Headers) > 0 {
+			c.ReplayHeaders = inv.Headers
+		}
+	}
+	return c
 }
