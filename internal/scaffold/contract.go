@@ -14,7 +14,10 @@ type contract struct {
 	missing, reuse, inFlight int
 	why                      []string // one line per code: where it came from
 	successes                []int
-	replayHeader             string // a response header that marks replays, if documented
+	// fingerprint is canonical or strict when the document says how a
+	// retry's payload is compared, "" when it does not.
+	fingerprint, fingerprintWhy string
+	replayHeader                string // a response header that marks replays, if documented
 }
 
 var (
@@ -103,6 +106,7 @@ func readContract(o *operation, keyHeader string, keyRequired bool) contract {
 			c.why = append(c.why, "guess: in flight 409: no documented response says what a concurrent duplicate gets; 409 is the IETF draft's")
 		}
 	}
+	c.fingerprint, c.fingerprintWhy = readFingerprint(o)
 	if keyRequired {
 		if r, ok := first(func(r resp) bool {
 			return r.code/100 == 4 && r.code != c.reuse && missingWords.MatchString(r.text) && keyWord.MatchString(r.text)
@@ -174,4 +178,28 @@ func (c contract) profile() string {
 // the document does not declare is optional as far as it says.
 func keyRequired(o *operation) bool {
 	return o.keyParam != nil && o.keyParam.Required
+}
+
+var (
+	canonicalWords = regexp.MustCompile(`(?i)canonical|sorted keys|key order (does not|doesn't) matter|whitespace (is )?ignored|semantically (equal|identical)`)
+	strictWords    = regexp.MustCompile(`(?i)byte[- ]for[- ]byte|exact bytes|raw bytes|byte-identical (request|body|payload)`)
+)
+
+// readFingerprint reads how the service compares a retry's payload with
+// the first request's, from the operation's and its request body's
+// descriptions.
+func readFingerprint(o *operation) (string, string) {
+	text := o.op.Description + " " + o.op.Summary
+	if rb := o.op.RequestBody; rb != nil && rb.Value != nil {
+		text += " " + rb.Value.Description
+	}
+	for _, p := range []struct {
+		name string
+		re   *regexp.Regexp
+	}{{"canonical", canonicalWords}, {"strict", strictWords}} {
+		if p.re.MatchString(text) {
+			return p.name, fmt.Sprintf("documented as %q", excerpt(text, p.re))
+		}
+	}
+	return "", ""
 }

@@ -249,6 +249,11 @@ func (s *scaffold) writeContract(y *yamlText) {
 	default:
 		y.line(1, "profile: "+p, fmt.Sprintf("missing key %d, reuse %d, in flight %d", s.con.missing, s.con.reuse, s.con.inFlight))
 	}
+	if s.con.fingerprint != "" {
+		y.line(1, "fingerprint: "+s.con.fingerprint, s.con.fingerprintWhy)
+	} else {
+		y.comment(1, "fingerprint: unset, so no payload probe: set strict (bytes) or canonical (parsed JSON) if you know how your service compares a retry's payload with the first")
+	}
 }
 
 // writeEffects leaves the oracle as a marked TODO: the document says what

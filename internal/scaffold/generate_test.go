@@ -52,8 +52,8 @@ func TestGenerate_Reference(t *testing.T) {
 	if e.Body != `{"sku":"{{sku}}","qty":{{qty}},"amount":{{amount}}}` {
 		t.Errorf("body %s", e.Body)
 	}
-	if s.Contract.Profile != "ietf" {
-		t.Errorf("contract %+v, want ietf (400 missing, 422 reuse, 409 in flight are documented)", s.Contract)
+	if s.Contract.Profile != "ietf" || s.Contract.Fingerprint != "canonical" {
+		t.Errorf("contract %+v, want ietf (400 missing, 422 reuse, 409 in flight are documented) and canonical (the body's description says so)", s.Contract)
 	}
 	if s.Target.URL != "http://127.0.0.1:8080" {
 		t.Errorf("target %s", s.Target.URL)
@@ -107,8 +107,8 @@ func TestGenerate_FormBodiesAccountHeaderStripeDialect(t *testing.T) {
 	if len(e.Tokens) != 3 || e.Tokens["t1"] != "TODO-token" {
 		t.Errorf("tokens %v: the platform's bearer key per account, marked TODO", e.Tokens)
 	}
-	if s.Contract.Profile != "stripe" {
-		t.Errorf("contract %+v, want stripe (400 reuse, 409 in flight, optional key)", s.Contract)
+	if s.Contract.Profile != "stripe" || s.Contract.Fingerprint != "" {
+		t.Errorf("contract %+v, want stripe (400 reuse, 409 in flight, optional key), no fingerprint (undocumented)", s.Contract)
 	}
 	if want := "lost-responses double-clicks gateway-timeouts key-reuse twins cross-tenant"; stepNames(s) != want {
 		t.Errorf("steps %q, want %q", stepNames(s), want)
