@@ -250,7 +250,12 @@ func (s *scaffold) writeContract(y *yamlText) {
 		y.line(1, "profile: "+p, fmt.Sprintf("missing key %d, reuse %d, in flight %d", s.con.missing, s.con.reuse, s.con.inFlight))
 	}
 	if s.con.fingerprint != "" {
-		y.line(1, "fingerprint: "+s.con.fingerprint, s.con.fingerprintWhy)
+		// Commented out: the probe also sends type-only changes ("qty":"1"),
+		// which a typed service refuses as an invalid body (400) before it
+		// looks at the key — judged against the reuse status, a false alarm
+		// on a correct service (the reference's, for one).
+		y.comment(1, "The document says how payloads compare ("+s.con.fingerprintWhy+"). Uncomment to probe it with re-serialised retries and type-only reuses; a service that validates types before the key answers those 400, which reuse-rejected reports against the reuse status:")
+		y.comment(1, "  fingerprint: "+s.con.fingerprint)
 	} else {
 		y.comment(1, "fingerprint: unset, so no payload probe: set strict (bytes) or canonical (parsed JSON) if you know how your service compares a retry's payload with the first")
 	}

@@ -52,8 +52,13 @@ func TestGenerate_Reference(t *testing.T) {
 	if e.Body != `{"sku":"{{sku}}","qty":{{qty}},"amount":{{amount}}}` {
 		t.Errorf("body %s", e.Body)
 	}
-	if s.Contract.Profile != "ietf" || s.Contract.Fingerprint != "canonical" {
-		t.Errorf("contract %+v, want ietf (400 missing, 422 reuse, 409 in flight are documented) and canonical (the body's description says so)", s.Contract)
+	if s.Contract.Profile != "ietf" || s.Contract.Fingerprint != "" {
+		t.Errorf("contract %+v, want ietf (400 missing, 422 reuse, 409 in flight are documented), the fingerprint probe off", s.Contract)
+	}
+	d, _ := scaffold.Load(t.Context(), "../../reference/openapi.yaml")
+	files, _ := scaffold.Generate(d, scaffold.Options{})
+	if !strings.Contains(files[0].Text, "\n  #   fingerprint: canonical\n") {
+		t.Error("the documented canonical fingerprint is not offered (commented) in the contract")
 	}
 	if s.Target.URL != "http://127.0.0.1:8080" {
 		t.Errorf("target %s", s.Target.URL)
