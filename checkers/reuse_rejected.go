@@ -31,6 +31,9 @@ func (c reuseRejected) check(ix *index) Result {
 	for g, s := range order {
 		idx := groups[g]
 		if !severalPayloads(h, idx, ct) {
+			if !hasStatus(h, idx, c.cfg.profile().Reuse) {
+				continue
+			}
 			if byKey == nil {
 				byKey = scopesByKey(order)
 			}
@@ -225,6 +228,19 @@ func reuseRejectedSomewhere(h *history.History, order []scope, groups [][]int32,
 			if a := &h.Attempts[i]; a.Outcome == history.OK && a.Status == p.Reuse && ct.distinct(a) != ct.distinct(&h.Attempts[idx[0]]) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// hasStatus reports an attempt answered with status (0: none can be).
+func hasStatus(h *history.History, idx []int32, status int) bool {
+	if status == 0 {
+		return false
+	}
+	for _, i := range idx {
+		if a := &h.Attempts[i]; a.Outcome == history.OK && a.Status == status {
+			return true
 		}
 	}
 	return false
