@@ -283,14 +283,17 @@ func definite(a *history.Attempt, p Profile) bool {
 	return a.Outcome == history.OK && (cl == succeeded || cl == rejected)
 }
 
-// span is a time a fault was in force: from its fire to its heal (or the
-// end of the history).
+// span is a time a fault that was not aimed at one attempt was in force:
+// from its fire to its heal (or the end of the history).
 type span struct{ from, to int64 }
 
 func faultSpans(h *history.History) []span {
 	out := []span{}
 	fired := map[string]int64{}
 	for _, f := range h.Faults {
+		if f.Op != 0 {
+			continue // aimed at one attempt: hitByFault sees it by op
+		}
 		switch f.Action {
 		case "heal":
 			if t, ok := fired[f.Kind]; ok {

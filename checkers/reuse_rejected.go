@@ -111,6 +111,12 @@ func (c reuseRejected) judge(h *history.History, s scope, idx []int32, owner int
 		if a.Status == 429 || a.Status == 425 {
 			return v, false // throttled before anyone looked at the key: says nothing about reuse
 		}
+		if a.Status == 400 {
+			// Bad Request: many services validate the body before they
+			// look the key up, and the other payload may be invalid on its
+			// own ("qty":"5"). It is a rejection and executed nothing.
+			return v, false
+		}
 		if !otherPayloadBefore(h, idx, a, ct) {
 			return v, false // no other payload had claimed the key yet: not a reuse answer
 		}
@@ -160,6 +166,7 @@ func overlapsAny(h *history.History, idx []int32, a *history.Attempt, ct *Contra
 // identical retry rejected so is replay-identical's to report; a first use
 // rejected so, with no other use of the key anywhere, is reported here.
 func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, order []scope, groups [][]int32, same []int, checked *int) (Violation, bool) {
+	ct := &c.cfg.contract
 	if c.cfg.profile().Reuse == 0 {
 		return Violation{}, false
 	}
@@ -167,6 +174,9 @@ func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, or
 		a := &h.Attempts[i]
 		if a.Outcome != history.OK || a.Status != c.cfg.profile().Reuse {
 			continue
+		}
+		if ct.Fingerprint != FingerprintCanonical && otherBytesBefore(h, idx, a) {
+			continue // a reformatted body may count as another payload: a fair rejection
 		}
 		*checked++
 		v := Violation{
@@ -240,6 +250,22 @@ func hasStatus(h *history.History, idx []int32, status int) bool {
 	}
 	for _, i := range idx {
 		if a := &h.Attempts[i]; a.Outcome == history.OK && a.Status == status {
+			return true
+		}
+	}
+	return false
+}
+
+// otherBytesBefore reports an attempt of the scope with other body bytes
+// sent before a ended.
+func otherBytesBefore(h *history.History, idx []int32, a *history.Attempt) bool {
+	end := a.End(h.End)
+	for _, i := range idx {
+		b := &h.Attempts[i]
+		if b.Invoke >= end {
+			return false
+		}
+		if b.ReqHash != a.ReqHash {
 			return true
 		}
 	}
