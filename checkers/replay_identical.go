@@ -21,9 +21,13 @@ import (
 //     ever sent with the key.
 //
 // This holds under every status-contract profile.
-func ReplayIdentical(opts ...Option) Checker { return replayIdentical{newConfig(opts)} }
+func ReplayIdentical(opts ...Option) Checker { return replayIdentical{cfg: newConfig(opts)} }
 
-type replayIdentical struct{ cfg config }
+type replayIdentical struct {
+	cfg config
+	// shared reports whether another scope used a key; set per check.
+	shared func(scope) bool
+}
 
 var _ Checker = replayIdentical{}
 
@@ -35,6 +39,14 @@ func (c replayIdentical) Check(h *history.History, effects []history.Effect) Res
 
 func (c replayIdentical) check(ix *index) Result {
 	h := ix.h
+	var byKey map[string][]int
+	c.shared = func(s scope) bool {
+		if byKey == nil {
+			order, _ := ix.byScope()
+			byKey = scopesByKey(order)
+		}
+		return len(byKey[s.key]) > 1
+	}
 	r := Result{Name: c.Name()}
 	order, groups := ix.byScope()
 	ct := &c.cfg.contract
@@ -136,8 +148,8 @@ func (c replayIdentical) refusedRetry(h *history.History, s scope, idx []int32, 
 	}
 	// No success yet: a retry of a request that may have executed, told
 	// that its key was used with another payload although none was sent.
-	if b.Status != p.Reuse || idx[n] == seen || otherPayloadBefore(h, idx, b, ct) {
-		return nil
+	if b.Status != p.Reuse || idx[n] == seen || otherPayloadBefore(h, idx, b, ct) || c.keyShared(s) {
+		return nil // a key another scope used: reuse-rejected judges a global key space
 	}
 	a := &h.Attempts[seen]
 	v.Ops = []int64{a.Op, b.Op}
@@ -241,3 +253,5 @@ func executedTwice(effects []history.Effect, s scope) bool {
 	}
 	return duplicatedKeys(effects, map[tenantKey]bool{{s.tenant, s.key}: true})[tenantKey{s.tenant, s.key}] != ""
 }
+
+func (c replayIdentical) keyShared(s scope) bool { return c.shared != nil && c.shared(s) }

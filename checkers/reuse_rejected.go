@@ -182,9 +182,15 @@ func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, or
 		v := Violation{
 			Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: a.Intent, Ops: []int64{a.Op},
 		}
-		if o := otherScopeBefore(h, s, a, order, groups, same); o != nil {
+		o := otherScopeBefore(h, s, a, order, groups, same)
+		if o == nil {
+			// The other scope's first attempt may be recorded a moment
+			// after this answer while it reached the service first.
+			o = otherScopeBefore(h, s, &history.Attempt{Complete: h.End}, order, groups, same)
+		}
+		if o != nil {
 			v.Ops = []int64{o.Op, a.Op}
-			v.Explanation = fmt.Sprintf("%s was rejected with %d as a reused key (op %d), but this tenant and endpoint only ever sent one payload with it; the key had been used by tenant %s on %s %s (op %d), and a key is only reused within its own (tenant, endpoint) scope.",
+			v.Explanation = fmt.Sprintf("%s was rejected with %d as a reused key (op %d), but this tenant and endpoint only ever sent one payload with it; tenant %s used the same key on %s %s (op %d), and a key is only reused within its own (tenant, endpoint) scope.",
 				describeScope(s), a.Status, a.Op, o.Tenant, o.Method, o.Path, o.Op)
 			v.Cause = "the key's scope is wider than (tenant, endpoint, key): one global key space, so another tenant's (or endpoint's) record with the same key was found"
 			return v, true
