@@ -30,16 +30,18 @@ func (c reuseRejected) check(ix *index) Result {
 	looseKnown, looseSeen := false, false
 	for g, s := range order {
 		idx := groups[g]
-		if !severalPayloads(h, idx, ct) {
-			if !hasStatus(h, idx, c.cfg.profile().Reuse) {
-				continue
-			}
+		// A rejection as "reused" before this scope ever sent another
+		// payload: the key was matched against another scope's record.
+		if hasStatus(h, idx, c.cfg.profile().Reuse) {
 			if byKey == nil {
 				byKey = scopesByKey(order)
 			}
 			if v, bad := c.phantomReuse(h, s, idx, order, groups, byKey[s.key], &r.Checked); bad {
 				r.Violations = append(r.Violations, v)
+				continue
 			}
+		}
+		if !severalPayloads(h, idx, ct) {
 			continue
 		}
 		r.Checked++
@@ -160,8 +162,8 @@ func overlapsAny(h *history.History, idx []int32, a *history.Attempt, ct *Contra
 	return false
 }
 
-// phantomReuse catches a key rejected as reused although its scope only
-// ever saw one payload. When another tenant or endpoint had used the same
+// phantomReuse catches a key rejected as reused before its scope had sent
+// any other payload. When another tenant or endpoint had used the same
 // key before, the service matched its record: a global key space. An
 // identical retry rejected so is replay-identical's to report; a first use
 // rejected so, with no other use of the key anywhere, is reported here.
@@ -174,6 +176,9 @@ func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, or
 		a := &h.Attempts[i]
 		if a.Outcome != history.OK || a.Status != c.cfg.profile().Reuse {
 			continue
+		}
+		if otherPayloadBefore(h, idx, a, ct) {
+			continue // another payload of this scope came first: a fair reuse answer
 		}
 		if ct.Fingerprint != FingerprintCanonical && otherBytesBefore(h, idx, a) {
 			continue // a reformatted body may count as another payload: a fair rejection
@@ -190,7 +195,7 @@ func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, or
 		}
 		if o != nil {
 			v.Ops = []int64{o.Op, a.Op}
-			v.Explanation = fmt.Sprintf("%s was rejected with %d as a reused key (op %d), but this tenant and endpoint only ever sent one payload with it; tenant %s used the same key on %s %s (op %d), and a key is only reused within its own (tenant, endpoint) scope.",
+			v.Explanation = fmt.Sprintf("%s was rejected with %d as a reused key (op %d), before this tenant and endpoint had sent any other payload with it; tenant %s used the same key on %s %s (op %d), and a key is only reused within its own (tenant, endpoint) scope.",
 				describeScope(s), a.Status, a.Op, o.Tenant, o.Method, o.Path, o.Op)
 			v.Cause = "the key's scope is wider than (tenant, endpoint, key): one global key space, so another tenant's (or endpoint's) record with the same key was found"
 			return v, true
