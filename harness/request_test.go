@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -100,6 +101,11 @@ func TestPlan_ReuseAlwaysDiffersFromEarlierUses(t *testing.T) {
 				if !strings.Contains(string(in.Body), `"qty":"`) && !strings.Contains(string(in.Body), `"qty":true`) {
 					t.Errorf("seed %d %s: %s body has no retyped qty: %s", seed, in.ID, in.Variant, in.Body)
 				}
+				// Only a type differs from what the service stored: the
+				// key's first use (a loose comparison takes them for equal).
+				if a, b := loosely(t, in.Body), loosely(t, firstOf[scope].Body); !reflect.DeepEqual(a, b) {
+					t.Errorf("seed %d %s: %s differs from the key's first use %s in more than a type", seed, in.ID, in.Body, firstOf[scope].Body)
+				}
 			case driver.VariantReserialised:
 				reserialised++
 				var a, b any
@@ -140,4 +146,24 @@ func TestPlan_SameSeedSamePlan(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Fatal("the same seed gave two plans")
 	}
+}
+
+// loosely decodes a JSON object the way a loose comparison sees it: every
+// value as text, true as 1 and false as 0.
+func loosely(t *testing.T, body []byte) map[string]string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	out := map[string]string{}
+	for k, v := range m {
+		switch x := v.(type) {
+		case bool:
+			out[k] = map[bool]string{true: "1", false: "0"}[x]
+		default:
+			out[k] = fmt.Sprint(x)
+		}
+	}
+	return out
 }
