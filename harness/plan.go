@@ -98,11 +98,10 @@ func generatePlan(seed int64, tr scenarios.Traffic, rq requestSpec, fs []builtFa
 			} else if i > 0 && coin(tr.Reuse, "reuse") {
 				j := rapid.IntRange(0, i-1).Draw(t, "reuses")
 				in.Tenant, in.Key = p.Intents[j].Tenant, p.Intents[j].Key
-				// The type-only probe goes with an explicit fingerprint: a
-				// typed service may refuse "qty":"1" as invalid (400) rather
-				// than as a reuse, which only a contract that asks for the
-				// probe makes a judged answer.
-				differ(t, &in, p.Intents, rq, rq.fingerprint != "" && coin(1.0/3, "retype"), i)
+				// The type-only probe is asked for (traffic.retyped): a typed
+				// service refuses "qty":"1" as invalid (400) before it looks
+				// at the key, which says nothing about its fingerprint.
+				differ(t, &in, p.Intents, rq, coin(tr.Retyped, "retype"), i)
 			} else if i > 0 && len(tenants) > 1 && coin(tr.SharedKeys, "shares-key") {
 				// Another tenant's key and payload: two integrations that
 				// both send "order-1001" for a standard basket.

@@ -28,7 +28,7 @@ endpoint:
   body: '{"tenant":"{{tenant}}","sku":"{{sku}}","qty":{{qty}},"amount":{{amount}}}'
   tenant: {in: body}
 contract: {fingerprint: canonical}
-traffic: {intents: 60, tenants: 3, reuse: 0.3, shared_keys: 0.3, duplicates: 0.4, collisions: 0.1}
+traffic: {intents: 60, tenants: 3, reuse: 0.3, retyped: 0.4, shared_keys: 0.3, duplicates: 0.4, collisions: 0.1}
 effects: {oracle: none}
 `
 
@@ -123,16 +123,25 @@ func TestPlan_ReuseAlwaysDiffersFromEarlierUses(t *testing.T) {
 	}
 }
 
-// Without an expected fingerprint, no payload is re-serialised or
-// retyped: there would be no telling what the service must answer.
-func TestPlan_NoFingerprintProbeUnlessExpected(t *testing.T) {
+// Each probe is asked for: without contract.fingerprint no duplicate is
+// re-serialised (there would be no telling what the service must answer),
+// and without traffic.retyped no reuse changes only a type (a typed
+// service refuses "qty":"1" as invalid before it looks at the key).
+func TestPlan_ProbesOnlyWhenAskedFor(t *testing.T) {
 	t.Parallel()
-	s := parseScenario(t, strings.Replace(tenantInBody, "contract: {fingerprint: canonical}\n", "", 1))
-	for seed := int64(1); seed <= 20; seed++ {
-		ps, _ := Plans(s, seed)
-		for _, in := range ps[0].Intents {
-			if in.Variant == driver.VariantReserialised || strings.HasPrefix(in.Variant, "retyped") {
-				t.Fatalf("seed %d %s %s without contract.fingerprint", seed, in.ID, in.Variant)
+	for name, yaml := range map[string]string{
+		"no fingerprint": strings.Replace(tenantInBody, "contract: {fingerprint: canonical}\n", "", 1),
+		"no retyped":     strings.Replace(tenantInBody, "retyped: 0.4, ", "", 1),
+	} {
+		s := parseScenario(t, yaml)
+		for seed := int64(1); seed <= 20; seed++ {
+			ps, _ := Plans(s, seed)
+			for _, in := range ps[0].Intents {
+				re := in.Variant == driver.VariantReserialised
+				ty := strings.HasPrefix(in.Variant, "retyped")
+				if (name == "no fingerprint" && re) || (name == "no retyped" && ty) {
+					t.Fatalf("%s: seed %d %s sent %s", name, seed, in.ID, in.Variant)
+				}
 			}
 		}
 	}
