@@ -48,7 +48,7 @@ func (c eventuallyDecided) check(ix *index) Result {
 	bound := int64(c.cfg.contract.DecisionBound)
 	undecidable := 0
 	var successes []int64 // completion times of every success, sorted
-	var rate failureRate   // how often the service answers 5xx, built on demand
+	var rate failureRate  // how often the service answers 5xx, built on demand
 	order, groups := ix.byScope()
 	for g, s := range order {
 		idx := groups[g]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -32,6 +33,8 @@ type childSpec struct {
 	Tokens            map[string]string `json:"tokens,omitempty"`
 	VisibilityTimeout time.Duration     `json:"visibility_timeout,omitempty"`
 	PollInterval      time.Duration     `json:"poll_interval,omitempty"`
+	// DebugAllow is a container's network, trusted for /debug/.
+	DebugAllow []netip.Prefix `json:"debug_allow,omitempty"`
 }
 
 // MaybeChild runs the child role named in the environment and exits; in a
@@ -58,10 +61,10 @@ func runChild(raw string) int {
 	case "serve":
 		err = reference.Serve(ctx, reference.Config{DSN: spec.DSN, ReplicaDSN: spec.ReplicaDSN, Addr: spec.Addr,
 			Mutant: spec.Mutant, Retention: spec.Retention, MaxRetryWindow: spec.RetryWindow, Lease: spec.Lease,
-			Tokens: spec.Tokens, Failpoints: true, PurgeInterval: time.Hour}, os.Stderr)
+			Tokens: spec.Tokens, Failpoints: true, PurgeInterval: time.Hour, DebugAllow: spec.DebugAllow}, os.Stderr)
 	case "consume":
 		err = reference.Consume(ctx, reference.ConsumerConfig{DSN: spec.DSN, Mutant: spec.Mutant, Failpoints: true,
-			DebugAddr: spec.Addr, VisibilityTimeout: spec.VisibilityTimeout, PollInterval: spec.PollInterval}, os.Stderr)
+			DebugAddr: spec.Addr, VisibilityTimeout: spec.VisibilityTimeout, PollInterval: spec.PollInterval, DebugAllow: spec.DebugAllow}, os.Stderr)
 	default:
 		err = fmt.Errorf("unknown child role %q", spec.Role)
 	}

@@ -207,8 +207,8 @@ func TestRun_NoOracleRecordsEffectsUnread(t *testing.T) {
   response_id: $.order_id`, "effects: {oracle: none}", 1)
 	o := runExternal(t, yaml, newShop(false))
 	h := loadFile(t, o.HistoryPath)
-	if h.EffectsKnown || o.History.EffectsKnown {
-		t.Fatal("a run without an oracle claims its effects were recorded")
+	if h.EffectsKnown || o.History.EffectsKnown || !h.Meta.EffectsUnread {
+		t.Fatal("a run without an oracle does not say its effects were not read")
 	}
 	for _, r := range o.Steps[0].Result.Results {
 		if r.Name == "exactly-once" && r.Verdict == checkers.Violated {
@@ -263,5 +263,27 @@ func TestRun_InterruptedRunRecordsEffectsUnread(t *testing.T) {
 	}
 	if h.EffectsKnown {
 		t.Fatal("the history of an interrupted run claims its effects were recorded")
+	}
+}
+
+// The contract a run judged by is in its history, so that `check` judges
+// a kept history the same way: the profile, the expected fingerprint and
+// the scenario's decision bound.
+func TestRun_HistoryCarriesTheContract(t *testing.T) {
+	t.Parallel()
+	yaml := shopScenario + `contract: {profile: stripe, fingerprint: canonical}
+`
+	yaml = strings.Replace(yaml, "invariants: [exactly-once, tenant-isolation]", "invariants: [exactly-once, {name: eventually-decided, bound: 3s}]", 1)
+	o := runExternal(t, yaml, newShop(false))
+	h := loadFile(t, o.HistoryPath)
+	c := h.Meta.Contract
+	if c == nil {
+		t.Fatal("the history has no contract")
+	}
+	if c.Profile != "stripe" || c.Reuse != 400 || c.Fingerprint != "canonical" || c.DecisionBoundMS != 3000 {
+		t.Errorf("contract %+v; want stripe (reuse 400), canonical, bound 3000ms", *c)
+	}
+	if !h.EffectsKnown {
+		t.Error("the finished run's meta says its effects were not read")
 	}
 }

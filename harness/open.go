@@ -41,7 +41,10 @@ type OpenOptions struct {
 	// Resolver resolves the host names of the target, the database address
 	// and http oracles for the loopback rule (nil: the system's).
 	Resolver env.Resolver
-	_        struct{}
+	// PGImage, ToxiproxyImage and ReferenceImage choose the docker
+	// environment's images ("" = the defaults; see [dockerenv.Images]).
+	PGImage, ToxiproxyImage, ReferenceImage string
+	_                                       struct{}
 }
 
 // Open starts the environment the scenarios need and returns a runner for
@@ -55,6 +58,8 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 		kind = env.KindLocal
 		if opts.TargetURL != "" {
 			kind = env.KindExternal
+		} else if imageTargets(opts.Scenarios) {
+			kind = env.KindDocker
 		}
 	}
 	switch kind {
@@ -82,7 +87,15 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 		}
 		return &Runner{Local: local}, local.Close, nil
 	case env.KindDocker:
-		return nil, nil, env.ErrDockerUnavailable
+		standby, err := needsStandby(opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		d, err := openDocker(ctx, opts, standby)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &Runner{Docker: d}, d.env.Close, nil
 	}
 	return nil, nil, fmt.Errorf("%w %q", env.ErrUnknownKind, kind)
 }
@@ -145,4 +158,14 @@ func checkOracleHosts(ctx context.Context, opts OpenOptions) error {
 		}
 	}
 	return nil
+}
+
+// imageTargets says whether a scenario's target is a service image.
+func imageTargets(ss []*scenarios.Scenario) bool {
+	for _, s := range ss {
+		if s.Target.Image != "" {
+			return true
+		}
+	}
+	return false
 }

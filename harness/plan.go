@@ -360,6 +360,13 @@ func Plans(s *scenarios.Scenario, seed int64) ([]Plan, error) {
 	return out, nil
 }
 
+// newBuiltFault reads, once, what the harness needs to know of a fault's
+// kind from its optional interfaces.
+func newBuiltFault(spec scenarios.FaultSpec, f faults.Fault) builtFault {
+	picks := spec.When.Fraction > 0 || spec.When.Nth > 0
+	return builtFault{spec: spec, fault: f, aimed: faults.IsAimed(f, picks), attempts: faults.AttemptsOf(f)}
+}
+
 // buildFaults builds the faults of step i: fresh values, since a fault may
 // keep state while it runs.
 func buildFaults(s *scenarios.Scenario, i int) ([]builtFault, error) {
@@ -370,8 +377,7 @@ func buildFaults(s *scenarios.Scenario, i int) ([]builtFault, error) {
 		if err != nil {
 			return nil, fmt.Errorf("step %d/%d: %w", i+1, len(steps), err)
 		}
-		picks := spec.When.Fraction > 0 || spec.When.Nth > 0
-		out = append(out, builtFault{spec: spec, fault: f, aimed: faults.IsAimed(f, picks), attempts: faults.AttemptsOf(f)})
+		out = append(out, newBuiltFault(spec, f))
 	}
 	return out, nil
 }

@@ -41,7 +41,7 @@ func TestWithFaults_NoneAndNth(t *testing.T) {
 	if err != nil || f.Validate() != nil {
 		t.Fatal(err)
 	}
-	got := withFaults(p, []builtFault{{spec: scenarios.FaultSpec{Kind: "double-click", When: scenarios.When{Nth: 2}}, fault: f}})
+	got := withFaults(p, []builtFault{newBuiltFault(scenarios.FaultSpec{Kind: "double-click", When: scenarios.When{Nth: 2}}, f)})
 	for i, in := range got.Intents {
 		if want := map[bool]int{true: 2, false: 0}[(i+1)%2 == 0]; in.Clicks != want {
 			t.Errorf("intent %d: %d clicks, want %d", i+1, in.Clicks, want)

@@ -144,14 +144,12 @@ func inFlightStatus(s *scenarios.Scenario) int {
 // loaded for them: the headers they name, and every response header a
 // replay must repeat (all but the contract's ignore list).
 func checkerFor(s *scenarios.Scenario) (checkers.Checker, history.LoadOptions, error) {
-	keep := append([]string(nil), history.DefaultKeepHeaders...)
-	for _, inv := range s.Invariants {
-		keep = append(keep, inv.Headers...)
+	contract, err := s.CheckerContract()
+	if err != nil {
+		return nil, history.LoadOptions{}, err
 	}
-	opts := checkers.DefaultContract().LoadOptions()
-	opts.KeepHeaders = keep
 	c, err := s.Checker()
-	return c, opts, err
+	return c, contract.LoadOptions(), err
 }
 
 // stepTraffic is the traffic of a step: the loader already merged the

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/internal/proc"
 	"github.com/idemchaos/idemchaos/reference"
@@ -28,6 +29,11 @@ type target struct {
 	dbProxy    string // name of the database proxy ("" for none)
 	dsn        string // direct DSN for the effect oracle ("" for none)
 	tokens     map[string]string
+	// upstream is the service's address as the proxies see it, when that
+	// differs from serviceURL's host (a container on the docker network).
+	upstream string
+	// procs are processes that are not local children (containers).
+	procs map[string]faults.Process
 
 	service  *proc.Process
 	consumer *proc.Process

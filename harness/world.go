@@ -29,7 +29,7 @@ import (
 type world struct {
 	proxies proxy.Server
 	t       *target
-	standby *pgcluster.Standby
+	standby replicaDelayer
 	hooks   scenarios.Hooks
 	rec     *driver.Recorder
 	rng     *lockedRand
@@ -53,6 +53,14 @@ const crashArmGrace = 2 * time.Second
 const upWait = 60 * time.Second
 
 var _ faults.World = (*world)(nil)
+
+// replicaDelayer is a standby whose apply delay can change at run time
+// (the local one, or the docker environment's).
+type replicaDelayer interface {
+	SetApplyDelay(ctx context.Context, d time.Duration) error
+}
+
+var _ replicaDelayer = (*pgcluster.Standby)(nil)
 
 func (w *world) link(l faults.Link) (string, error) {
 	switch {
@@ -97,7 +105,11 @@ func (w *world) PrivatePath(ctx context.Context, l faults.Link, toxics ...faults
 		return "", nil, err
 	}
 	name := fmt.Sprintf("%s-p%d", w.t.svcProxy, w.paths.Add(1))
-	addr, err := w.proxies.CreateProxy(ctx, name, "", u.Host)
+	upstream := u.Host
+	if w.t.upstream != "" {
+		upstream = w.t.upstream
+	}
+	addr, err := w.proxies.CreateProxy(ctx, name, "", upstream)
 	if err != nil {
 		return "", nil, err
 	}
@@ -116,6 +128,10 @@ func (w *world) Process(name string) faults.Process {
 	w.procMu.Lock()
 	defer w.procMu.Unlock()
 	if p, ok := w.procs[name]; ok {
+		return p
+	}
+	if p, ok := w.t.procs[name]; ok {
+		// The environment's own handle (a container): already shared.
 		return p
 	}
 	var sp *proc.Process
@@ -303,9 +319,13 @@ func (h *hooked) Kill(ctx context.Context) error {
 		return err
 	}
 	h.mu.Lock()
-	h.up = make(chan struct{})
-	close(h.dead)
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	select {
+	case <-h.dead: // two faults killed it at once
+	default:
+		h.up = make(chan struct{})
+		close(h.dead)
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package reference
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"time"
 )
 
@@ -48,6 +49,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Failpoints enables the /debug/ endpoints (loopback clients only).
 	Failpoints bool
+	// DebugAllow are networks whose clients the /debug/ endpoints also
+	// answer: a container's private network, which the harness reaches it
+	// from. Default none.
+	DebugAllow []netip.Prefix
 	// Tokens maps bearer token → tenant. Default [DefaultTokens].
 	Tokens map[string]string
 	// ProviderToken authenticates the simulated payment provider's
@@ -85,6 +90,8 @@ type ConsumerConfig struct {
 	ExitWhenIdle bool
 	// Failpoints serves /debug/failpoints on DebugAddr (loopback only).
 	Failpoints bool
+	// DebugAllow is as [Config.DebugAllow].
+	DebugAllow []netip.Prefix
 	// DebugAddr is the failpoint listener. Default "127.0.0.1:0".
 	DebugAddr string
 	// Ready, when set, is called with the debug listener's address (or ""

@@ -76,6 +76,7 @@ func Consume(ctx context.Context, cfg ConsumerConfig, logs io.Writer) error {
 		log.Error("failpoint crash: SIGKILL self", "failpoint", name)
 		selfKill(name)
 	})
+	c.fp.allow = cfg.DebugAllow
 	defer c.fp.close()
 
 	addr := ""

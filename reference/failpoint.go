@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -64,6 +65,9 @@ const (
 type failpoints struct {
 	enabled bool
 	crash   func(name string)
+	// allow are networks trusted like loopback (a container's private
+	// network, which the harness reaches it from).
+	allow []netip.Prefix
 
 	mu      sync.Mutex
 	points  map[string]*failpoint
@@ -241,12 +245,13 @@ func (f *failpoints) wait(ctx context.Context, name string, minHits, minWaiting 
 	}
 }
 
-// loopbackOnly refuses every client that is not on a loopback address.
-func loopbackOnly(next http.Handler) http.Handler {
+// loopbackOnly refuses every client that is not on a loopback address
+// (or in one of the allowed networks).
+func (f *failpoints) loopbackOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		ip := net.ParseIP(host)
-		if err != nil || ip == nil || !ip.IsLoopback() {
+		if err != nil || ip == nil || (!ip.IsLoopback() && !f.allowed(host)) {
 			writeError(w, http.StatusForbidden, "forbidden", "debug endpoints answer loopback clients only")
 			return
 		}
@@ -263,7 +268,7 @@ func loopbackOnly(next http.Handler) http.Handler {
 //	POST   /debug/failpoints/{name}/release      let paused hits go on, keep the point armed
 //	DELETE /debug/failpoints/{name}              off, and release paused hits
 func mountFailpoints(mux *http.ServeMux, f *failpoints) {
-	mux.Handle("GET /debug/failpoints", loopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("GET /debug/failpoints", f.loopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		out := make([]failpointState, 0, len(failpointNames))
 		for _, n := range slices.Sorted(slices.Values(failpointNames)) {
 			st, _ := f.state(n)
@@ -271,7 +276,7 @@ func mountFailpoints(mux *http.ServeMux, f *failpoints) {
 		}
 		writeJSON(w, http.StatusOK, out)
 	})))
-	mux.Handle("GET /debug/failpoints/{name}", loopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /debug/failpoints/{name}", f.loopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		q := r.URL.Query()
 		minHits, _ := strconv.Atoi(q.Get("hits"))
@@ -292,7 +297,7 @@ func mountFailpoints(mux *http.ServeMux, f *failpoints) {
 			writeJSON(w, http.StatusOK, st)
 		}
 	})))
-	mux.Handle("POST /debug/failpoints/{name}", loopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("POST /debug/failpoints/{name}", f.loopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Action string `json:"action"`
 			Count  int    `json:"count"`
@@ -311,10 +316,10 @@ func mountFailpoints(mux *http.ServeMux, f *failpoints) {
 		}
 		failpointSetResponse(w, f, r.PathValue("name"), f.set(r.PathValue("name"), req.Action, req.Count))
 	})))
-	mux.Handle("POST /debug/failpoints/{name}/release", loopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("POST /debug/failpoints/{name}/release", f.loopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		failpointSetResponse(w, f, r.PathValue("name"), f.releaseWaiters(r.PathValue("name")))
 	})))
-	mux.Handle("DELETE /debug/failpoints/{name}", loopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("DELETE /debug/failpoints/{name}", f.loopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		failpointSetResponse(w, f, r.PathValue("name"), f.set(r.PathValue("name"), fpOff, 0))
 	})))
 }
@@ -329,4 +334,19 @@ func failpointSetResponse(w http.ResponseWriter, f *failpoints, name string, err
 		st, _ := f.state(name)
 		writeJSON(w, http.StatusOK, st)
 	}
+}
+
+// allowed says whether host is in one of the allowed networks.
+func (f *failpoints) allowed(host string) bool {
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, p := range f.allow {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }

@@ -4,28 +4,38 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestFailpoints_LoopbackOnly(t *testing.T) {
 	t.Parallel()
-	h := loopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
-	cases := map[string]int{
-		"127.0.0.1:5000": http.StatusTeapot,
-		"[::1]:5000":     http.StatusTeapot,
-		"10.0.0.7:5000":  http.StatusForbidden,
-		"192.0.2.1:80":   http.StatusForbidden,
-		"garbage":        http.StatusForbidden,
+	teapot := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	h := newFailpoints(true, nil).loopbackOnly(teapot)
+	// A container's private network is trusted only when allowed.
+	inNet := newFailpoints(true, nil)
+	inNet.allow = []netip.Prefix{netip.MustParsePrefix("172.18.0.0/16")}
+	hNet := inNet.loopbackOnly(teapot)
+	cases := map[string][2]int{ // remote → {default, with 172.18.0.0/16 allowed}
+		"127.0.0.1:5000":  {http.StatusTeapot, http.StatusTeapot},
+		"[::1]:5000":      {http.StatusTeapot, http.StatusTeapot},
+		"10.0.0.7:5000":   {http.StatusForbidden, http.StatusForbidden},
+		"192.0.2.1:80":    {http.StatusForbidden, http.StatusForbidden},
+		"172.18.0.1:4000": {http.StatusForbidden, http.StatusTeapot},
+		"172.19.0.1:4000": {http.StatusForbidden, http.StatusForbidden},
+		"garbage":         {http.StatusForbidden, http.StatusForbidden},
 	}
 	for remote, want := range cases {
 		t.Run(remote, func(t *testing.T) {
-			req := httptest.NewRequest(http.MethodPost, "/debug/failpoints/after-claim", nil)
-			req.RemoteAddr = remote
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			if rec.Code != want {
-				t.Fatalf("from %s: %d, want %d", remote, rec.Code, want)
+			for i, h := range []http.Handler{h, hNet} {
+				req := httptest.NewRequest(http.MethodPost, "/debug/failpoints/after-claim", nil)
+				req.RemoteAddr = remote
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				assert.Equal(t, want[i], rec.Code, "from %s (allowed networks: %v)", remote, i == 1)
 			}
 		})
 	}

@@ -86,6 +86,7 @@ func Serve(ctx context.Context, cfg Config, logs io.Writer) error {
 		log.Error("failpoint crash: SIGKILL self", "failpoint", name)
 		selfKill(name)
 	})
+	s.fp.allow = cfg.DebugAllow
 	defer s.fp.close()
 	if m.is(mutantReplicaRead) {
 		s.replica, err = openPool(ctx, cfg.ReplicaDSN, cfg.MaxConns)
@@ -195,7 +196,7 @@ func (s *server) routes() http.Handler {
 	// The debug API does not exist at all unless enabled.
 	if s.cfg.Failpoints {
 		mountFailpoints(mux, s.fp)
-		mux.Handle("POST /debug/purge", loopbackOnly(http.HandlerFunc(s.debugPurge)))
+		mux.Handle("POST /debug/purge", s.fp.loopbackOnly(http.HandlerFunc(s.debugPurge)))
 	}
 	return mux
 }

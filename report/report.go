@@ -28,23 +28,23 @@ type Report struct {
 
 // Run is one scenario run (or one checked history file).
 type Run struct {
-	Scenario  string  `json:"scenario"`
-	File      string  `json:"file,omitempty"`
-	Seed      int64   `json:"seed"`
-	Mutant    string  `json:"mutant,omitempty"`
-	History   string  `json:"history,omitempty"`
-	ElapsedMS int64   `json:"elapsed_ms"`
-	Requests  int64   `json:"requests"`
-	Verdict   string  `json:"verdict"`
-	Met       bool    `json:"met"` // every step did what it expected
+	Scenario  string `json:"scenario"`
+	File      string `json:"file,omitempty"`
+	Seed      int64  `json:"seed"`
+	Mutant    string `json:"mutant,omitempty"`
+	History   string `json:"history,omitempty"`
+	ElapsedMS int64  `json:"elapsed_ms"`
+	Requests  int64  `json:"requests"`
+	Verdict   string `json:"verdict"`
+	Met       bool   `json:"met"` // every step did what it expected
 	// Expect is "caught" for a demo run against a mutant: a violation of
 	// any invariant is then the expected outcome, and met says one came.
-	Expect string `json:"expect,omitempty"`
-	Steps     []Step  `json:"steps"`
-	Replay    string  `json:"replay,omitempty"`
-	Repro     string  `json:"reproducibility,omitempty"` // "reproducible (3/3)" or "intermittent (1/3)"
-	Shrunk    *Shrunk `json:"shrunk,omitempty"`
-	Error     string  `json:"error,omitempty"`
+	Expect string  `json:"expect,omitempty"`
+	Steps  []Step  `json:"steps"`
+	Replay string  `json:"replay,omitempty"`
+	Repro  string  `json:"reproducibility,omitempty"` // "reproducible (3/3)" or "intermittent (1/3)"
+	Shrunk *Shrunk `json:"shrunk,omitempty"`
+	Error  string  `json:"error,omitempty"`
 }
 
 // Step is one step of a run and its verdicts.

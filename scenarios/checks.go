@@ -22,24 +22,37 @@ func (s *Scenario) Profile() (checkers.Profile, error) {
 	return p, nil
 }
 
-// CheckerOptions returns the checker options the scenario sets: its
-// profile, replay-identical's headers and eventually-decided's bound when
-// given (the checkers' defaults otherwise).
-func (s *Scenario) CheckerOptions() ([]checkers.Option, error) {
+// CheckerContract returns the contract the scenario's checkers judge by:
+// its profile, payload fingerprint, replay-identical's headers and
+// eventually-decided's bound when given (the checkers' defaults
+// otherwise). A run writes it into its history, so that a later check
+// judges alike.
+func (s *Scenario) CheckerContract() (checkers.Contract, error) {
 	p, err := s.Profile()
+	if err != nil {
+		return checkers.Contract{}, err
+	}
+	c := checkers.DefaultContract()
+	c.Profile, c.Fingerprint = p, s.Contract.Fingerprint
+	for _, inv := range s.Invariants {
+		if inv.Name == "replay-identical" && len(inv.Headers) > 0 {
+			c.ReplayHeaders = append([]string{}, inv.Headers...)
+		}
+		if inv.Name == "eventually-decided" && inv.Bound > 0 {
+			c.DecisionBound = inv.Bound
+		}
+	}
+	return c, nil
+}
+
+// CheckerOptions returns the checker options that judge by
+// [Scenario.CheckerContract].
+func (s *Scenario) CheckerOptions() ([]checkers.Option, error) {
+	c, err := s.CheckerContract()
 	if err != nil {
 		return nil, err
 	}
-	opts := []checkers.Option{checkers.WithProfile(p)}
-	for _, inv := range s.Invariants {
-		if inv.Name == "replay-identical" && len(inv.Headers) > 0 {
-			opts = append(opts, checkers.WithHeaders(inv.Headers...))
-		}
-		if inv.Name == "eventually-decided" && inv.Bound > 0 {
-			opts = append(opts, checkers.WithDecisionBound(inv.Bound))
-		}
-	}
-	return opts, nil
+	return []checkers.Option{checkers.WithContract(c)}, nil
 }
 
 // Checker returns the scenario's invariants as one composite checker

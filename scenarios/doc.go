@@ -12,7 +12,7 @@
 //     that says what was expected (and, for a typo, what was meant).
 //   - [Bundled]: the suite shipped inside the binary.
 //   - [FaultSpec.Build]: the fault a spec describes, a fresh, validated value.
-//   - [Scenario.EffectiveSteps], [Scenario.Profile], [Scenario.CheckerOptions],
+//   - [Scenario.EffectiveSteps], [Scenario.Profile], [Scenario.CheckerContract], [Scenario.CheckerOptions],
 //     [Scenario.Checker] and [Scenario.InvariantNames]: what a runner needs.
 //   - [Schema] and [SchemaURL]: the JSON Schema (draft 2020-12) of the format,
 //     for editors (yaml-language-server) and other tools; [ParamNames] lists

@@ -117,9 +117,9 @@ invariants:
 			t.Errorf("invariant %d = %+v, want %+v", i, g, w)
 		}
 	}
-	opts, err := s.CheckerOptions()
-	if err != nil || len(opts) != 3 {
-		t.Errorf("CheckerOptions = %d options, %v; want profile, headers, bound", len(opts), err)
+	c, err := s.CheckerContract()
+	if err != nil || c.Profile.Name != "ietf" || c.DecisionBound != 3*time.Second || !slices.Equal(c.ReplayHeaders, []string{"Content-Type", "Location"}) {
+		t.Errorf("CheckerContract = %+v, %v; want ietf, bound 3s, headers Content-Type and Location", c, err)
 	}
 }
 

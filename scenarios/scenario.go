@@ -48,7 +48,19 @@ type Target struct {
 	URL string `yaml:"url" json:"url,omitempty"`
 	// AllowRemote permits a non-loopback URL.
 	AllowRemote bool `yaml:"allow_remote" json:"allow_remote,omitempty"`
-	_           struct{}
+	// Image is a user's service as a container image NAME[:TAG] (the
+	// docker environment); Port, Env, Database and DSNEnv configure it.
+	Image string `yaml:"image" json:"image,omitempty"`
+	// Port is the port the image's service listens on (default 8080).
+	Port int `yaml:"port" json:"port,omitempty"`
+	// Env is the container's environment.
+	Env map[string]string `yaml:"env" json:"env,omitempty"`
+	// Database "postgres" starts a database for the image, reached through
+	// a fault proxy, its DSN in the environment variable DSNEnv.
+	Database string `yaml:"database" json:"database,omitempty"`
+	// DSNEnv names the variable that carries the DSN (default DATABASE_URL).
+	DSNEnv string `yaml:"dsn_env" json:"dsn_env,omitempty"`
+	_      struct{}
 }
 
 // ReferenceTarget configures the reference service for a scenario.

@@ -96,6 +96,10 @@ func (t *tree) dur(p string, def time.Duration) time.Duration {
 
 func (t *tree) isURLTarget() bool { return t.has("/target/url") && !t.has("/target/reference") }
 
+// isImageTarget: a user's service image run by the docker environment; its
+// processes are containers, so it needs no hooks.
+func (t *tree) isImageTarget() bool { return t.has("/target/image") && !t.has("/target/reference") }
+
 func (t *tree) checkTarget() {
 	if raw, ok := t.str("/target/url"); ok && t.isURLTarget() && httpURL.MatchString(raw) && t.checkURL("/target/url", "target.url") {
 		u, err := url.Parse(raw)
@@ -222,7 +226,7 @@ var oracleFields = map[string][]string{
 func (t *tree) checkEffects() {
 	oracle, set := t.str("/effects/oracle")
 	if !set {
-		if t.isURLTarget() {
+		if t.isURLTarget() || t.isImageTarget() {
 			at := t.keyPos("/effects")
 			if !t.has("/effects") {
 				at = t.keyPos("/target/url")
@@ -236,12 +240,13 @@ func (t *tree) checkEffects() {
 	if !known {
 		return
 	}
-	if oracle == "reference" && t.isURLTarget() {
+	if oracle == "reference" && (t.isURLTarget() || t.isImageTarget()) {
 		t.errorf(t.posOf("/effects/oracle"), "effects.oracle: reference reads the bundled service's database; a url target needs sql, http or none")
 	}
 	var missing []string
 	for _, f := range need {
-		if s, _ := t.str("/effects/" + f); s == "" {
+		// An image target's own database is the sql oracle's default.
+		if s, _ := t.str("/effects/" + f); s == "" && (f != "dsn" || !t.isImageTarget() || !t.has("/target/database")) {
 			missing = append(missing, f)
 		}
 	}

@@ -20,6 +20,7 @@ type checkFlags struct {
 	invariants []string
 	contract   contractFlags
 	maxTime    time.Duration
+	effects    string
 }
 
 func (m *Main) checkCmd() *cobra.Command {
@@ -40,7 +41,8 @@ verdicts, no violation), 3 a file could not be read or is malformed.`,
   idemchaos check --json run.jsonl
   idemchaos check --invariant exactly-once --invariant replay-identical run.jsonl
   idemchaos check --profile stripe --decision-bound 10s run.jsonl
-  idemchaos check --reuse 400 --in-flight 425 --missing-key 0 --fingerprint canonical run.jsonl`,
+  idemchaos check --reuse 400 --in-flight 425 --missing-key 0 --fingerprint canonical run.jsonl
+  idemchaos check --effects my-api.yaml recorded.jsonl`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return m.runCheck(cmd, f, args)
@@ -51,6 +53,7 @@ verdicts, no violation), 3 a file could not be read or is malformed.`,
 	fl.StringArrayVar(&f.invariants, "invariant", nil, "check only this invariant (repeatable; default: all seven)")
 	f.contract.register(fl, m.env("PROFILE", ""))
 	fl.DurationVar(&f.maxTime, "max-time", 30*time.Second, "time budget per history for the checks that compare the attempts of a key; keys left unchecked are unknown (0: no budget)")
+	fl.StringVar(&f.effects, "effects", "", "read the effects with this scenario's oracle (sql or http) and add them (for a recording)")
 	return cmd
 }
 
@@ -79,6 +82,11 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 		h, err := loadFile(name, contract.LoadOptions())
 		if err != nil {
 			return usageError(err)
+		}
+		if f.effects != "" {
+			if err := addEffects(cmd.Context(), h, f.effects); err != nil {
+				return usageError(err)
+			}
 		}
 		run := report.FromCheck(name, h, checker.Check(h, h.Effects))
 		runs = append(runs, run)

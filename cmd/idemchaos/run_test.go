@@ -135,7 +135,8 @@ func TestRun_OrdersvcBuggyCaught(t *testing.T) {
 		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"VIOLATIONS", "exactly-once — ordersvc", "FAIL  ordersvc",
-		"replay: idemchaos run -s " + ordersvcScenario + " --seed 1 --target " + url,
+		// The replay command carries the variable the scenario's oracle read.
+		"replay: ORDERSVC_DSN=", " idemchaos run -s " + ordersvcScenario + " --seed 1 --target " + url,
 		// Re-running against a service that remembers the keys would
 		// only re-read this run's effects.
 		"not re-run or shrunk"} {

@@ -14,7 +14,9 @@
 //     its own connection through its own faulted path.
 //
 // Recording is exact: every request put on the wire is one invoke event that
-// ends in ok, fail (provably never sent) or info (anything else). Go's
+// ends in ok, fail (provably never sent) or info (anything else); an attempt
+// a [Router] could not route is an invoke and a "not sent" fail, so the
+// history always loads. Go's
 // http.Transport silently re-sends a request that carries an Idempotency-Key
 // when a reused connection fails; the driver disables that (the request has
 // no GetBody), so a re-send is always a new, recorded attempt.

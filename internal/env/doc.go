@@ -24,7 +24,8 @@
 //     [Local.ProxiedDSN], [Local.StartProcess], [Local.Run], [Local.Close].
 //   - [External], [ExternalConfig], [StartExternal]: [External.ServiceURL]
 //     (through the proxy), [External.TargetURL], [External.DatabaseProxyAddr],
-//     [External.DSN]; [CheckLoopback], [CheckReachable].
+//     [External.DSN]; [CheckLoopback], [ResolveLoopback] with a [Resolver]
+//     (every address a name resolves to must be loopback), [CheckReachable].
 //   - [ServiceProxy], [DatabaseProxy]: the proxy names both environments use
 //     (the same as faults.ServiceLink and faults.DatabaseLink).
 //   - [NotLoopbackError], [UnreachableError]; [ErrNotLoopback],

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -88,11 +87,10 @@ func (c *Cluster) baseBackup(ctx context.Context, dataDir, logPath string) error
 	if err := c.user.chown(logPath); err != nil {
 		return fmt.Errorf("chown standby log: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, "pg_basebackup"),
+	cmd := c.user.command(ctx, filepath.Join(c.binDir, "pg_basebackup"),
 		"-D", dataDir, "-R", "-X", "stream", "-c", "fast", "--no-sync",
 		"-h", "127.0.0.1", "-p", strconv.Itoa(c.srv.port), "-U", "postgres")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = c.user.sysProcAttr()
 	cmd.Dir = filepath.Dir(dataDir)
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("pg_basebackup: %w: %s", err, logTail(logPath))

@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 
@@ -71,11 +70,10 @@ func templateDataDir(ctx context.Context, run *runenv.Run, binDir string, u serv
 		return "", fmt.Errorf("initdb log: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"),
+	cmd := u.command(ctx, filepath.Join(binDir, "initdb"),
 		"-D", dataDir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C",
 		"--no-sync", "--no-instructions")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = u.sysProcAttr()
 	cmd.Dir = parent
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("initdb: %w: %s", err, logTail(logPath))

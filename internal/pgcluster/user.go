@@ -1,12 +1,15 @@
 package pgcluster
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // serverUser is who the server runs as: the current user, or the "postgres"
@@ -51,6 +54,18 @@ func (u serverUser) sysProcAttr() *syscall.SysProcAttr {
 		Pdeathsig:  syscall.SIGKILL,
 		Credential: u.cred,
 	}
+}
+
+// command is a one-shot server tool (initdb, pg_basebackup) run as the
+// server user in its own process group. A cancelled ctx kills the whole
+// group: initdb's bootstrap backend and its shell are children that the
+// default cancel (a kill of initdb alone) would leave running.
+func (u serverUser) command(ctx context.Context, path string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.SysProcAttr = u.sysProcAttr()
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
 }
 
 // checkTraversable fails with a clear error if the server user cannot reach

@@ -20,8 +20,10 @@ import (
 
 func main() {
 	dsn := flag.String("dsn", os.Getenv("ORDERSVC_DSN"), "Postgres DSN (env ORDERSVC_DSN)")
-	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
-	buggy := flag.Bool("buggy", false, "make the check-then-insert mistake (for idemchaos to catch)")
+	// The environment variables let a container image (idemchaos's
+	// target.image) configure it without a command line.
+	addr := flag.String("addr", envOr("ORDERSVC_ADDR", "127.0.0.1:8090"), "listen address (env ORDERSVC_ADDR)")
+	buggy := flag.Bool("buggy", os.Getenv("ORDERSVC_BUGGY") == "1", "make the check-then-insert mistake, for idemchaos to catch (env ORDERSVC_BUGGY=1)")
 	flag.Parse()
 	if err := run(*dsn, *addr, *buggy); err != nil {
 		fmt.Fprintln(os.Stderr, "ordersvc:", err)
@@ -54,4 +56,11 @@ func run(dsn, addr string, buggy bool) error {
 		return err
 	}
 	return nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/recorder"
+	"github.com/idemchaos/idemchaos/scenarios"
+)
+
+type recordFlags struct {
+	listen       string
+	upstream     string
+	historyFile  string
+	allowRemote  bool
+	tenantHeader string
+	scenario     string
+	keyHeader    string
+	redact       []string
+	timeout      time.Duration
+}
+
+func (m *Main) recordCmd() *cobra.Command {
+	var f recordFlags
+	cmd := &cobra.Command{
+		Use:   "record --listen 127.0.0.1:PORT --upstream URL --history FILE",
+		Short: "Record real traffic through a reverse proxy as a history for check",
+		Long: `record is a reverse proxy: point real clients (an app, a payment provider's
+callbacks, a queue's redeliveries) at --listen, and every request is forwarded to
+--upstream and written, with what became of it, to --history in the JSONL format
+check reads. Judge it afterwards, with the effects your service really produced:
+
+  idemchaos check --effects scenario.yaml FILE.jsonl
+
+Intents are unknown to a proxy: each (tenant, key) is its own intent. The tenant
+is read as a scenario's run sends it: from --tenant-header, or where the scenario
+given with -s says (endpoint.tenant: the bearer token through its tokens, a
+header, a query parameter, the path or a body field), else as a short hash of
+the Authorization header (the credential itself is never written). An attempt
+the upstream never saw (no connection) is "fail"; one sent without a whole
+response back (a timeout, a reset) is "info": it may have executed.
+
+The headers named by --redact, and body fields of those names in JSON and form
+bodies, are written as "[redacted]"; clients and the upstream see the real values.
+
+Ctrl-C stops accepting, lets requests in flight finish, flushes and closes the
+history, prints its path and exits 130. The upstream and the listen address must
+be loopback unless --allow-remote.`,
+		Example: `  idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history clicks.jsonl
+  idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history run.jsonl -s my-api.yaml
+  idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history run.jsonl --tenant-header X-Tenant-ID --redact Authorization,card_number`,
+		Args: cobra.NoArgs,
+		// A signal is how a recording ends: it answers for itself (130,
+		// with the history's path).
+		Annotations: map[string]string{signalStops: "true"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return m.runRecord(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:9090", "where clients connect (host:port; port 0 picks one)")
+	fl.StringVar(&f.upstream, "upstream", "", "your service's base URL")
+	fl.StringVar(&f.historyFile, "history", "", "the history file to write (JSONL)")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow an upstream or listen address that is not loopback")
+	fl.StringVar(&f.tenantHeader, "tenant-header", "", "the request header that names the tenant")
+	fl.StringVarP(&f.scenario, "scenario", "s", "", "read the key header, where the tenant is (endpoint.tenant, tokens) and the contract from this scenario")
+	fl.StringVar(&f.keyHeader, "key-header", "", "the idempotency-key header (default: the scenario's, else Idempotency-Key)")
+	fl.StringSliceVar(&f.redact, "redact", recorder.DefaultRedact, "headers and body fields written as [redacted]")
+	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long one upstream exchange may take")
+	_ = cmd.MarkFlagRequired("upstream")
+	_ = cmd.MarkFlagRequired("history")
+	return cmd
+}
+
+func (m *Main) runRecord(cmd *cobra.Command, f recordFlags) error {
+	up, err := url.Parse(f.upstream)
+	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
+		return usageError(fmt.Errorf("record: --upstream %q: want http://host:port", f.upstream))
+	}
+	host := up.Host
+	listen := f.listen
+	if !f.allowRemote {
+		// run's rule: every address a name resolves to must be loopback,
+		// and traffic goes to the address checked, not to a later lookup.
+		addr, err := harness.ResolveLoopback(cmd.Context(), withPort(up), "--upstream")
+		if err != nil {
+			return usageError(fmt.Errorf("record: %w", err))
+		}
+		up = &url.URL{Scheme: up.Scheme, Host: addr, Path: up.Path}
+		if listen, err = harness.ResolveLoopback(cmd.Context(), f.listen, "--listen"); err != nil {
+			return usageError(fmt.Errorf("record: %w", err))
+		}
+	}
+	opts := recorder.Options{Upstream: up, Host: host, KeyHeader: f.keyHeader, Redact: f.redact, Timeout: f.timeout, Scenario: "recording"}
+	if f.scenario != "" {
+		s, err := scenarios.Load(f.scenario)
+		if err != nil {
+			return usageError(err)
+		}
+		opts.Scenario = s.Name
+		if opts.KeyHeader == "" {
+			opts.KeyHeader = s.Endpoint.KeyHeader
+		}
+		opts.Tenant = recorder.ScenarioTenant(s.Endpoint)
+		opts.Contract = recorder.ScenarioContract(s)
+	}
+	if f.tenantHeader != "" {
+		name := f.tenantHeader
+		opts.Tenant = func(r *http.Request, _ []byte) string { return r.Header.Get(name) }
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return usageError(fmt.Errorf("record: %w", err))
+	}
+	file, err := os.Create(f.historyFile)
+	if err != nil {
+		ln.Close()
+		return usageError(fmt.Errorf("record: %w", err))
+	}
+	w := history.NewWriter(file)
+	rec, err := recorder.New(w, opts)
+	if err != nil {
+		ln.Close()
+		file.Close()
+		return usageError(err)
+	}
+	srv := &http.Server{Handler: rec, ReadHeaderTimeout: 10 * time.Second}
+	errw := cmd.ErrOrStderr()
+	fmt.Fprintf(errw, "recording on http://%s → %s, history %s (Ctrl-C to stop)\n", ln.Addr(), up, f.historyFile)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	// A flush every second, so a history read while recording (or after a
+	// SIGKILL) holds all but the last second.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var serveErr error
+loop:
+	for {
+		select {
+		case <-cmd.Context().Done():
+			break loop
+		case serveErr = <-served:
+			break loop
+		case <-tick.C:
+			_ = rec.Flush()
+		}
+	}
+	// Requests in flight finish and are recorded before the file closes.
+	shutdown, cancel := context.WithTimeout(context.Background(), f.timeout+time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	ferr := rec.Flush()
+	if cerr := file.Close(); ferr == nil {
+		ferr = cerr
+	}
+	ok, info, fail := rec.Stats()
+	fmt.Fprintf(errw, "history %s: %d attempts (%d ok, %d info, %d fail)\n", f.historyFile, ok+info+fail, ok, info, fail)
+	if ferr != nil {
+		return usageError(fmt.Errorf("record: %w", ferr))
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return usageError(fmt.Errorf("record: %w", serveErr))
+	}
+	fmt.Fprintf(errw, "check it: idemchaos check --effects SCENARIO.yaml %s\n", f.historyFile)
+	return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("interrupted: history kept: %s", f.historyFile)}
+}
+
+// withPort is the URL's host:port, the scheme's default port filled in.
+func withPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
+}

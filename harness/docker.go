@@ -1,0 +1,246 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemchaos/idemchaos/faults"
+	"github.com/idemchaos/idemchaos/internal/dockerenv"
+	"github.com/idemchaos/idemchaos/internal/proxy"
+	"github.com/idemchaos/idemchaos/reference"
+	"github.com/idemchaos/idemchaos/scenarios"
+)
+
+// DockerEnv is the docker environment as a [Runner] uses it: the
+// environment's containers plus the images targets start from.
+type DockerEnv struct {
+	env    *dockerenv.Env
+	images dockerenv.Images
+	seq    atomic.Int64
+}
+
+// Env is the started docker environment.
+func (d *DockerEnv) Env() *dockerenv.Env { return d.env }
+
+// openDocker connects to the daemon (reaping what a killed harness left),
+// resolves the images and starts the environment.
+func openDocker(ctx context.Context, opts OpenOptions, standby bool) (*DockerEnv, error) {
+	c, err := dockerenv.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	im := c.ResolveImages(dockerenv.Images{Postgres: opts.PGImage, Toxiproxy: opts.ToxiproxyImage, Reference: opts.ReferenceImage})
+	if opts.ReferenceImage == "" && needsReference(opts.Scenarios) {
+		// The reference image is this binary: build (or find, by hash) it
+		// now so that it always matches the harness that drives it.
+		if im.Reference, err = c.BuildReference(ctx); err != nil {
+			return nil, fmt.Errorf("docker env: %w", err)
+		}
+	}
+	e, err := c.Start(ctx, dockerenv.Config{Images: im, Standby: standby})
+	if err != nil {
+		return nil, err
+	}
+	return &DockerEnv{env: e, images: im}, nil
+}
+
+func needsReference(ss []*scenarios.Scenario) bool {
+	if len(ss) == 0 {
+		return true
+	}
+	for _, s := range ss {
+		if s.Target.Reference != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// startTarget starts the scenario's system under test in containers.
+func (d *DockerEnv) startTarget(ctx context.Context, s *scenarios.Scenario, mutant string, tokens map[string]string) (*target, error) {
+	switch {
+	case s.Target.Reference != nil:
+		return d.startReference(ctx, *s.Target.Reference, mutant, tokens)
+	case s.Target.Image != "":
+		return d.startImage(ctx, s.Target, tokens)
+	}
+	return nil, errors.New("a url target needs the external environment (--env external)")
+}
+
+// dbPaths creates a fresh database and the proxies a service reaches it
+// through: the primary always, the standby when there is one.
+func (d *DockerEnv) dbPaths(ctx context.Context, db string) (primary, replica string, err error) {
+	if err := d.env.CreateDatabase(ctx, db); err != nil {
+		return "", "", err
+	}
+	addr, err := d.env.InternalProxy(ctx, "db-"+db, d.env.Primary().NetAddr(5432))
+	if err != nil {
+		return "", "", err
+	}
+	primary = dockerenv.NetDSN(addr, db)
+	if sb := d.env.Standby(); sb != nil {
+		addr, err := d.env.InternalProxy(ctx, "replica-"+db, sb.NetAddr(5432))
+		if err != nil {
+			return "", "", err
+		}
+		replica = dockerenv.NetDSN(addr, db)
+	}
+	return primary, replica, nil
+}
+
+// startReference starts the reference service (and consumer) as
+// containers of the reference image, each run on a fresh database.
+func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.ReferenceTarget, mutant string, tokens map[string]string) (*target, error) {
+	n := d.seq.Add(1)
+	db := fmt.Sprintf("run_%d_%d", os.Getpid(), n)
+	proxied, replica, err := d.dbPaths(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("reference target: %w", err)
+	}
+	dsn := d.env.DSN(db)
+	if err := reference.Migrate(ctx, dsn); err != nil {
+		return nil, fmt.Errorf("reference target: %w", err)
+	}
+	subnet, err := d.env.Subnet()
+	if err != nil {
+		return nil, fmt.Errorf("reference target: %w", err)
+	}
+	// The harness reaches the debug endpoints from the network's gateway,
+	// not from loopback.
+	allow := []netip.Prefix{subnet}
+	byToken := make(map[string]string, len(tokens))
+	for tenant, tok := range tokens {
+		byToken[tok] = tenant
+	}
+	serve := childSpec{Role: "serve", DSN: proxied, Addr: ":8080", Mutant: mutant, Lease: spec.Lease,
+		Retention: spec.Retention, RetryWindow: spec.RetryWindow, Tokens: byToken, ReplicaDSN: replica, DebugAllow: allow}
+	if replica == "" && (spec.Replica || mutant == "replica-read") {
+		return nil, errors.New("reference target: a replica is needed but the environment has no standby")
+	}
+	t := &target{dsn: dsn, dbProxy: "db-" + db, tokens: tokens, debugURL: map[string]string{}, procs: map[string]faults.Process{}}
+	var started []*dockerenv.Container
+	t.close = func(ctx context.Context) error {
+		errs := []error{d.removeProxies(ctx, t.svcProxy, "db-"+db, "replica-"+db)}
+		for _, c := range started {
+			errs = append(errs, c.Stop(ctx))
+		}
+		return errors.Join(errs...)
+	}
+	fail := func(err error) (*target, error) {
+		_ = t.close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("reference target: %w", err)
+	}
+	kv, err := childEnvValue(serve)
+	if err != nil {
+		return fail(err)
+	}
+	svc, err := d.env.RunContainer(ctx, dockerenv.ContainerSpec{Name: fmt.Sprintf("ref-%d", n), Image: d.images.Reference,
+		Env: []string{kv}, Port: 8080, Ready: dockerenv.HTTPReady("/healthz")})
+	if svc != nil {
+		started = append(started, svc)
+	}
+	if err != nil {
+		return fail(fmt.Errorf("start service: %w", err))
+	}
+	t.serviceURL, t.upstream = "http://"+svc.HostAddr(), svc.NetAddr(8080)
+	t.debugURL["service"], t.procs["service"] = t.serviceURL, svc
+	if spec.Consumer {
+		consume := childSpec{Role: "consume", DSN: proxied, Addr: ":8081", Mutant: mutant,
+			VisibilityTimeout: spec.VisibilityTimeout, PollInterval: 20 * time.Millisecond, DebugAllow: allow}
+		kv, err := childEnvValue(consume)
+		if err != nil {
+			return fail(err)
+		}
+		con, err := d.env.RunContainer(ctx, dockerenv.ContainerSpec{Name: fmt.Sprintf("con-%d", n), Image: d.images.Reference,
+			Env: []string{kv}, Port: 8081, Ready: dockerenv.HTTPReady("/debug/failpoints")})
+		if con != nil {
+			started = append(started, con)
+		}
+		if err != nil {
+			return fail(fmt.Errorf("start consumer: %w", err))
+		}
+		t.debugURL["consumer"], t.procs["consumer"] = "http://"+con.HostAddr(), con
+	}
+	t.svcProxy = "svc-" + db
+	listen, err := d.env.Proxies().CreateProxy(ctx, t.svcProxy, "", t.upstream)
+	if err != nil {
+		return fail(err)
+	}
+	t.clientURL = "http://" + listen
+	return t, nil
+}
+
+// removeProxies removes the named proxies; ones never made are no error.
+func (d *DockerEnv) removeProxies(ctx context.Context, names ...string) error {
+	var errs []error
+	for _, n := range names {
+		if err := d.env.Proxies().RemoveProxy(ctx, n); err != nil && !errors.Is(err, proxy.ErrProxyNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// startImage starts a user's service image beside its own database, with
+// Toxiproxy in front of it and on its database path. Process faults kill
+// and restart its container, so it needs no hooks.
+func (d *DockerEnv) startImage(ctx context.Context, tgt scenarios.Target, tokens map[string]string) (*target, error) {
+	n := d.seq.Add(1)
+	name := fmt.Sprintf("svc-%d", n)
+	port := tgt.Port
+	if port == 0 {
+		port = 8080
+	}
+	t := &target{tokens: tokens, debugURL: map[string]string{}, procs: map[string]faults.Process{}}
+	var started *dockerenv.Container
+	db := fmt.Sprintf("svc_%d_%d", os.Getpid(), n)
+	t.close = func(ctx context.Context) error {
+		errs := []error{d.removeProxies(ctx, t.svcProxy, "db-"+db, "replica-"+db)}
+		if started != nil {
+			errs = append(errs, started.Stop(ctx))
+		}
+		return errors.Join(errs...)
+	}
+	fail := func(err error) (*target, error) {
+		_ = t.close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("image target %s: %w", tgt.Image, err)
+	}
+	var envv []string
+	for k, v := range tgt.Env {
+		envv = append(envv, k+"="+v)
+	}
+	sort.Strings(envv)
+	if tgt.Database != "" {
+		proxied, _, err := d.dbPaths(ctx, db)
+		if err != nil {
+			return fail(err)
+		}
+		t.dsn, t.dbProxy = d.env.DSN(db), "db-"+db
+		dsnEnv := tgt.DSNEnv
+		if dsnEnv == "" {
+			dsnEnv = "DATABASE_URL"
+		}
+		envv = append(envv, dsnEnv+"="+proxied)
+	}
+	c, err := d.env.RunContainer(ctx, dockerenv.ContainerSpec{Name: name, Image: tgt.Image, Env: envv, Port: port,
+		Ready: dockerenv.AnyHTTPReady})
+	started = c
+	if err != nil {
+		return fail(err)
+	}
+	t.serviceURL, t.upstream = "http://"+c.HostAddr(), c.NetAddr(port)
+	t.procs["service"] = c
+	t.svcProxy = "svc-" + db
+	listen, err := d.env.Proxies().CreateProxy(ctx, t.svcProxy, "", t.upstream)
+	if err != nil {
+		return fail(err)
+	}
+	t.clientURL = "http://" + listen
+	return t, nil
+}

@@ -1,0 +1,63 @@
+package dockerenv_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/env"
+	"github.com/idemchaos/idemchaos/scenarios"
+)
+
+// dockerMutants need process, network and replica faults: the docker
+// environment must catch each as the local one does.
+var dockerMutants = []string{"no-lease", "commit-after-response", "replica-read", "check-then-insert", "no-key"}
+
+func TestDocker_BundledSuiteCleanOnReferenceAndMutantsCaught(t *testing.T) {
+	_, im := images(t)
+	ctx := context.Background()
+	suite, err := scenarios.Bundled()
+	require.NoError(t, err)
+	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindDocker, Standby: true, Scenarios: suite,
+		PGImage: im.Postgres, ToxiproxyImage: im.Toxiproxy, ReferenceImage: im.Reference})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = closeEnv(context.Background()) })
+	require.NotNil(t, r.Docker, "the runner runs in the docker environment")
+	r.HistoryDir = t.TempDir()
+
+	m, err := r.CatchMatrix(ctx, suite, harness.MatrixOptions{Seed: 1, Mutants: dockerMutants})
+	require.NoError(t, err)
+	require.NoError(t, m.Reference.Err)
+	fired := map[string]int{}
+	for _, o := range m.Reference.Runs {
+		assert.True(t, o.Met(), "%s over the correct reference: verdict %s, caught %v", o.Scenario.Name, o.Verdict(), o.Caught())
+		countFired(fired, o.History)
+	}
+	assert.True(t, m.Reference.Clean, "the bundled suite is clean on the reference")
+	assert.Len(t, m.Reference.Runs, len(suite))
+	// The faults really fired in containers: crashes, network faults and
+	// the standby's lag.
+	for _, kind := range []string{"crash", "response-drop", "replica-lag", "double-click"} {
+		assert.Positive(t, fired[kind], "fault %s fired in the docker environment (fired: %v)", kind, fired)
+	}
+	require.Len(t, m.Mutants, len(dockerMutants))
+	for _, row := range m.Mutants {
+		assert.NoError(t, row.Err, row.Mutant)
+		assert.True(t, row.Caught, "mutant %s caught (expected %s)", row.Mutant, row.Expected)
+	}
+}
+
+func countFired(fired map[string]int, h *history.History) {
+	if h == nil {
+		return
+	}
+	for _, f := range h.Faults {
+		if f.Action == "fire" {
+			fired[f.Kind]++
+		}
+	}
+}

@@ -1,0 +1,273 @@
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemchaos/idemchaos/history"
+)
+
+// DefaultRedact are the headers (and body fields) redacted by default:
+// credentials have no place in a history that gets attached to bug reports.
+var DefaultRedact = []string{"Authorization", "Cookie", "Set-Cookie"}
+
+// MaxBody caps a recorded request or response body; larger requests are
+// refused (413) before they reach the upstream.
+const MaxBody = 16 << 20
+
+// Options configure [New].
+type Options struct {
+	// Upstream is the service's base URL; the request's path is appended.
+	Upstream *url.URL
+	// Host is the Host header sent upstream (default Upstream.Host): when
+	// Upstream names the checked address a host name resolved to, Host
+	// keeps the name the service expects.
+	Host string
+	// KeyHeader is the idempotency-key header (default Idempotency-Key).
+	KeyHeader string
+	// Tenant names the tenant of a request, given its body (default
+	// [DefaultTenant]; [ScenarioTenant] reads it as a scenario sends it).
+	Tenant func(req *http.Request, body []byte) string
+	// Redact names headers, and JSON or form body fields, whose values are
+	// replaced by "[redacted]" in the history (case-insensitive; default
+	// [DefaultRedact]). The client and upstream see the real values.
+	Redact []string
+	// Timeout bounds one upstream exchange (default 30s).
+	Timeout time.Duration
+	// Scenario names the recording in the history's meta line.
+	Scenario string
+	// Contract, when set, is written in the meta line: check then judges
+	// the recording by it (see [ScenarioContract]).
+	Contract *history.Contract
+	// Transport sends to the upstream (default: a dedicated transport).
+	Transport http.RoundTripper
+	_         struct{}
+}
+
+// Recorder is the proxy: an [http.Handler] that records as it forwards.
+type Recorder struct {
+	opts    Options
+	w       *history.Writer
+	start   time.Time
+	ops     atomic.Int64
+	mu      sync.Mutex
+	clients map[string]int
+	redact  map[string]bool
+	client  *http.Client
+	// Counts are the attempts recorded by outcome.
+	ok, info, fail atomic.Int64
+}
+
+// New writes the meta line to w and returns the proxy.
+func New(w *history.Writer, opts Options) (*Recorder, error) {
+	if opts.Upstream == nil || opts.Upstream.Host == "" {
+		return nil, errors.New("recorder: an upstream URL with a host is required")
+	}
+	if opts.KeyHeader == "" {
+		opts.KeyHeader = "Idempotency-Key"
+	}
+	if opts.Tenant == nil {
+		opts.Tenant = DefaultTenant
+	}
+	if opts.Redact == nil {
+		opts.Redact = DefaultRedact
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.Transport == nil {
+		opts.Transport = &http.Transport{
+			Proxy:               nil, // never through an environment proxy: the upstream is what was asked
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     30 * time.Second,
+		}
+	}
+	r := &Recorder{opts: opts, w: w, start: time.Now(), clients: map[string]int{}, redact: map[string]bool{},
+		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	for _, n := range opts.Redact {
+		r.redact[strings.ToLower(n)] = true
+	}
+	err := w.Write(&history.Event{Type: history.TypeMeta, V: history.Version, Scenario: opts.Scenario,
+		Started: r.start.UTC().Format(time.RFC3339Nano), Contract: opts.Contract})
+	return r, err
+}
+
+// DefaultTenant tells tenants apart by their credentials without writing
+// them down: "auth-" and 8 hex digits of the Authorization header's
+// SHA-256 ("" without one).
+func DefaultTenant(req *http.Request, _ []byte) string {
+	a := req.Header.Get("Authorization")
+	if a == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(a))
+	return "auth-" + hex.EncodeToString(sum[:4])
+}
+
+// Stats are the attempts recorded so far by outcome.
+func (r *Recorder) Stats() (ok, info, fail int64) { return r.ok.Load(), r.info.Load(), r.fail.Load() }
+
+// Flush pushes the buffered history to its file.
+func (r *Recorder) Flush() error { return r.w.Flush() }
+
+func (r *Recorder) now() int64 {
+	// Never 0: the writer treats ns 0 as "unset" elsewhere.
+	return max(int64(time.Since(r.start)), 1)
+}
+
+// clientOf numbers the client connections (remote address) in order of
+// first appearance, so a report's lanes show which requests shared one.
+func (r *Recorder) clientOf(remote string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n, ok := r.clients[remote]; ok {
+		return n
+	}
+	n := len(r.clients) + 1
+	r.clients[remote] = n
+	return n
+}
+
+// hopByHop are the connection-level headers a proxy must not forward (RFC 9110 §7.6.1).
+var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// ServeHTTP forwards one request, recording its invoke and its outcome.
+func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(req.Body, MaxBody+1))
+	if err != nil || len(body) > MaxBody {
+		// Never forwarded, so nothing for the history to judge.
+		http.Error(w, "idemchaos record: request body unreadable or larger than 16 MiB", http.StatusRequestEntityTooLarge)
+		return
+	}
+	op := r.ops.Add(1)
+	key := req.Header.Get(r.opts.KeyHeader)
+	_ = r.w.Write(&history.Event{Type: history.TypeInvoke, Op: op, Tenant: r.opts.Tenant(req, body), Key: key,
+		Client: r.clientOf(req.RemoteAddr), NS: r.now(),
+		Req: &history.Request{Method: req.Method, Path: req.URL.Path, Headers: r.headers(req.Header), Body: r.redactBody(req.Header.Get("Content-Type"), body)}})
+
+	// The upstream exchange outlives a client that hangs up: the server
+	// may still execute, and the history is about the server.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), r.opts.Timeout)
+	defer cancel()
+	var connected atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }})
+	out, err := http.NewRequestWithContext(ctx, req.Method, r.target(req.URL), bytes.NewReader(body))
+	if err != nil {
+		r.finish(w, op, history.TypeFail, "build request: "+err.Error())
+		return
+	}
+	// No GetBody: the transport would silently re-send a request with an
+	// Idempotency-Key on a broken reused connection, which the history
+	// would not show.
+	out.GetBody = nil
+	out.Header = req.Header.Clone()
+	for _, h := range hopByHop {
+		out.Header.Del(h)
+	}
+	if out.Header.Get("User-Agent") == "" {
+		out.Header["User-Agent"] = nil // Go's default would be a lie about the client
+	}
+	out.Host = r.opts.Host
+	if out.Host == "" {
+		out.Host = r.opts.Upstream.Host
+	}
+	resp, err := r.client.Do(out)
+	if err != nil {
+		typ := history.TypeInfo
+		if !connected.Load() {
+			// No connection was made: not one byte reached the upstream.
+			typ = history.TypeFail
+		}
+		r.finish(w, op, typ, describe(err, r.opts.Timeout))
+		return
+	}
+	rbody, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxBody))
+	resp.Body.Close()
+	if rerr != nil {
+		r.finish(w, op, history.TypeInfo, fmt.Sprintf("status %d, then the body was cut: %s", resp.StatusCode, describe(rerr, r.opts.Timeout)))
+		return
+	}
+	r.ok.Add(1)
+	_ = r.w.Write(&history.Event{Type: history.TypeOK, Op: op, NS: r.now(),
+		Resp: &history.Response{Status: resp.StatusCode, Headers: r.headers(resp.Header), Body: r.redactBody(resp.Header.Get("Content-Type"), rbody)}})
+	for k, vs := range resp.Header {
+		if !isHopByHop(k) {
+			w.Header()[k] = vs
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(rbody)
+}
+
+// finish records an attempt without a response and tells the client.
+func (r *Recorder) finish(w http.ResponseWriter, op int64, typ history.Type, msg string) {
+	if typ == history.TypeFail {
+		r.fail.Add(1)
+	} else {
+		r.info.Add(1)
+	}
+	_ = r.w.Write(&history.Event{Type: typ, Op: op, NS: r.now(), Error: msg})
+	status := http.StatusBadGateway
+	if strings.HasPrefix(msg, "timeout") {
+		status = http.StatusGatewayTimeout
+	}
+	http.Error(w, "idemchaos record: upstream: "+msg, status)
+}
+
+func (r *Recorder) target(u *url.URL) string {
+	t := *r.opts.Upstream
+	t.Path = strings.TrimRight(t.Path, "/") + u.Path
+	t.RawPath = ""
+	t.RawQuery = u.RawQuery
+	return t.String()
+}
+
+func isHopByHop(name string) bool {
+	for _, h := range hopByHop {
+		if strings.EqualFold(h, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// headers flattens h in name order, joining repeated fields with ", "
+// (RFC 9110), redacting the configured names.
+func (r *Recorder) headers(h http.Header) history.Headers {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make(history.Headers, 0, len(names))
+	for _, k := range names {
+		v := strings.Join(h[k], ", ")
+		if r.redact[strings.ToLower(k)] {
+			v = Redacted
+		}
+		out = append(out, history.Header{Name: k, Value: v})
+	}
+	return out
+}
+
+func describe(err error, timeout time.Duration) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("timeout after %s", timeout)
+	}
+	return err.Error()
+}
