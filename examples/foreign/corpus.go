@@ -90,8 +90,7 @@ func Cases() []Case {
 // right (then the entry goes). Empty when the corpus is fully judged.
 var KnownMiss = map[string]string{
 	"ledger": "false alarm: the type-only reuse probe (\"qty\":\"5\") gets the ledger's validation 400 (it decodes the order " +
-		"before the key lookup) and reuse-rejected wants 422; and the strict probe's correct 422 is read as a cross-tenant " +
-		"scope error (the run's fingerprint: strict does not reach the checker)",
+		"before the key lookup) and reuse-rejected wants 422",
 	"accounts": "false alarm: the type-only reuse probe gets the service's validation 400 (it decodes the order before the " +
 		"key lookup) and reuse-rejected wants 417",
 	"accounts-duplicate-500": "in-flight-conflict excuses the duplicate's 500 because a fault fired in the window, " +
@@ -102,7 +101,8 @@ var KnownMiss = map[string]string{
 	"shopfront-loose-fingerprint": "the type-only variant is made from a body that was itself a reuse of the key " +
 		"(never stored), so it differs in more than a type; and \"qty\":true only equals qty 1",
 	"ledger-cached-5xx": "at some seeds the strict probe's re-serialised duplicate gets its correct 422, and " +
-		"eventually-decided counts it as the key's decision (the run's fingerprint: strict does not reach the checker)",
+		"eventually-decided counted it as the key's decision (seen before the run's contract reached the checker; " +
+		"recheck with the bench)",
 }
 
 // Before issue 11's harness changes (requests rendered before the tenant
