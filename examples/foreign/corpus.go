@@ -100,9 +100,9 @@ var KnownMiss = map[string]string{
 		"1.5s after the first execution finished; the cause is retention",
 	"shopfront-loose-fingerprint": "the type-only variant is made from a body that was itself a reuse of the key " +
 		"(never stored), so it differs in more than a type; and \"qty\":true only equals qty 1",
-	"ledger-cached-5xx": "at some seeds the strict probe's re-serialised duplicate gets its correct 422, and " +
-		"eventually-decided counted it as the key's decision (seen before the run's contract reached the checker; " +
-		"recheck with the bench)",
+	"ledger-cached-5xx": "at some seeds another payload under the same key gets its (correct) 422, and " +
+		"eventually-decided takes that as the key's decision although the cached 503's payload never got one " +
+		"(it judges per key, not per key and payload)",
 }
 
 // Before issue 11's harness changes (requests rendered before the tenant
