@@ -89,15 +89,8 @@ func Cases() []Case {
 // reason: their tests expect the wrong verdict and fail when it becomes
 // right (then the entry goes). Empty when the corpus is fully judged.
 var KnownMiss = map[string]string{
-	"accounts-duplicate-500": "in-flight-conflict excuses the duplicate's 500 because a fault fired in the window, " +
-		"though it was a response-drop or double-click aimed at other attempts (without those events: caught)",
-	"ledger-replay-drops-location": "caught only at seeds where a client sees the first 201 and later a replay",
-	"ledger-short-retention": "exactly-once names 'overlapping duplicates: the claim is not atomic' for a burst " +
-		"1.5s after the first execution finished; the cause is retention",
 	"shopfront-loose-fingerprint": "caught at about 6 seeds in 10 (seeds 1-10, traffic.retyped 0.8): a plan of 14 " +
 		"intents holds few type-only reuses, and one whose key's first use was lost or not yet stored proves nothing",
-	"ledger-cached-5xx": "at some seeds the strict probe's re-serialised duplicate gets its correct 422, and " +
-		"eventually-decided counts it as the key's decision (the run's fingerprint: strict does not reach the checker)",
 }
 
 // Before issue 11's harness changes (requests rendered before the tenant
