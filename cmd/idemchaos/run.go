@@ -27,6 +27,8 @@ type runFlags struct {
 	plan        string
 	reruns      int
 	shrink      bool
+	seeds       string
+	shard       string
 	out         outputFlags
 }
 
@@ -75,6 +77,8 @@ target, failing oracle, missing hook).`,
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the generated plans: the same seed replays the same plan")
 	fl.StringVar(&f.mutant, "mutant", "", "run the reference with this mutant (see idemchaos reference mutants)")
 	fl.StringVar(&f.plan, "plan", "", "replay a saved plan (JSON, as written next to a shrunk failure's history)")
+	fl.StringVar(&f.seeds, "seeds", "", "run every scenario with each of these seeds: 1-400, or 1-5,9")
+	fl.StringVar(&f.shard, "shard", m.env("SHARD", ""), "run only shard i/N of the scenario × seed pairs (1-based), or auto: from JOB_COMPLETION_INDEX+IDEMCHAOS_SHARD_TOTAL, CI_NODE_INDEX+CI_NODE_TOTAL, CIRCLE_NODE_*, BUILDKITE_PARALLEL_JOB*; join the --json reports with merge (env IDEMCHAOS_SHARD)")
 	fl.IntVar(&f.reruns, "reruns", 2, "re-runs of a failing plan to classify it reproducible or intermittent")
 	fl.BoolVar(&f.shrink, "shrink", true, "shrink a failing plan to a minimal one")
 	f.out.register(fl)
@@ -107,6 +111,10 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	} else if targetURL, err = harness.TargetURL(ss); err != nil {
 		return usageError(err)
 	}
+	work, err := m.pairsOf(cmd, f, ss)
+	if err != nil {
+		return usageError(err)
+	}
 	var plans map[int]harness.Plan
 	if f.plan != "" {
 		p, err := readPlan(f.plan, ss)
@@ -115,7 +123,8 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		}
 		plans = map[int]harness.Plan{0: p}
 	}
-	if err := f.out.check(len(ss)); err != nil {
+	f.out.dir = f.seeds != "" || work.shard != nil
+	if err := f.out.check(len(work.pairs)); err != nil {
 		return usageError(err)
 	}
 	ctx := cmd.Context()
@@ -142,9 +151,10 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	var runs []report.Run
 	var outcomes []*harness.Outcome
-	for _, s := range ss {
+	for _, p := range work.pairs {
+		s := ss[p.Scenario]
 		prog.start(s.Name, f.mutant)
-		opts := harness.RunOptions{Seed: f.seed, Mutant: f.mutant, Plans: plans, Invocation: f.invocation()}
+		opts := harness.RunOptions{Seed: p.Seed, Mutant: f.mutant, Plans: plans, Invocation: f.invocation()}
 		o, err := r.Run(ctx, s, opts)
 		prog.done()
 		if err != nil {
@@ -178,6 +188,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		outcomes = append(outcomes, o)
 	}
 	rep := report.New(runs)
+	rep.Shard = work.shard
 	if err := f.out.write(cmd, rep, outcomes); err != nil {
 		return err
 	}
