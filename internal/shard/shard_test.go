@@ -50,9 +50,9 @@ func TestFromEnv(t *testing.T) {
 	}
 	for _, bad := range [][]string{
 		nil,
-		{"JOB_COMPLETION_INDEX", "0"},                                  // no total
-		{"JOB_COMPLETION_INDEX", "4", "IDEMCHAOS_SHARD_TOTAL", "4"},    // past the end
-		{"CI_NODE_INDEX", "0", "CI_NODE_TOTAL", "3"},                   // GitLab counts from 1
+		{"JOB_COMPLETION_INDEX", "0"}, // no total
+		{"JOB_COMPLETION_INDEX", "4", "IDEMCHAOS_SHARD_TOTAL", "4"}, // past the end
+		{"CI_NODE_INDEX", "0", "CI_NODE_TOTAL", "3"},                // GitLab counts from 1
 		{"CI_NODE_INDEX", "x", "CI_NODE_TOTAL", "3"},
 	} {
 		if got, err := FromEnv(env(bad...)); err == nil {
