@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/shard"
 	"github.com/idemchaos/idemchaos/report"
 )
 
@@ -63,7 +64,7 @@ func (m *Main) runMerge(cmd *cobra.Command, f mergeFlags, files []string) error 
 			return usageError(fmt.Errorf("%s: not a JSON report: %w", name, err))
 		}
 	}
-	rep, err := report.Merge(reps, files)
+	rep, err := shard.Merge(reps, files)
 	if err != nil {
 		return usageError(err)
 	}

@@ -1,27 +1,27 @@
-package report
+package shard
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/idemchaos/idemchaos/internal/shard"
+	"github.com/idemchaos/idemchaos/report"
 )
 
 // shardReports builds the reports of a run of scenarios × seeds split in
 // total shards; verdict gives each pair's verdict.
-func shardReports(scen []string, seeds string, total int, verdict func(string, int64) string) []Report {
-	ss, _ := shard.ParseSeeds(seeds)
-	all := shard.Pairs(len(scen), ss)
-	var out []Report
+func shardReports(scen []string, seeds string, total int, verdict func(string, int64) string) []report.Report {
+	ss, _ := ParseSeeds(seeds)
+	all := Pairs(len(scen), ss)
+	var out []report.Report
 	for i := 1; i <= total; i++ {
-		var runs []Run
-		mine := shard.Of(all, shard.Spec{Index: i, Total: total})
+		var runs []report.Run
+		mine := Of(all, Spec{Index: i, Total: total})
 		for _, p := range mine {
 			v := verdict(scen[p.Scenario], p.Seed)
-			runs = append(runs, Run{Scenario: scen[p.Scenario], Seed: p.Seed, Verdict: v, Met: v == "pass"})
+			runs = append(runs, report.Run{Scenario: scen[p.Scenario], Seed: p.Seed, Verdict: v, Met: v == "pass"})
 		}
-		r := New(runs)
-		r.Shard = &Shard{Index: i, Total: total, Scenarios: scen, Seeds: seeds, Pairs: len(mine)}
+		r := report.New(runs)
+		r.Shard = &report.Shard{Index: i, Total: total, Scenarios: scen, Seeds: seeds, Pairs: len(mine)}
 		out = append(out, r)
 	}
 	return out
@@ -81,18 +81,18 @@ func TestMerge_Whole(t *testing.T) {
 func TestMerge_Incomplete(t *testing.T) {
 	t.Parallel()
 	pass := func(string, int64) string { return "pass" }
-	fresh := func() []Report { return shardReports([]string{"a", "b"}, "1-10", 4, pass) }
+	fresh := func() []report.Report { return shardReports([]string{"a", "b"}, "1-10", 4, pass) }
 	cases := map[string]struct {
-		mangle func([]Report) []Report
+		mangle func([]report.Report) []report.Report
 		want   string
 	}{
-		"missing":    {func(r []Report) []Report { return append(r[:1], r[2:]...) }, "shard 2/4 missing"},
-		"twice":      {func(r []Report) []Report { r[1] = r[0]; return r }, "given twice"},
-		"cut short":  {func(r []Report) []Report { r[2].Runs = r[2].Runs[:3]; return r }, "ran 3 of its 5 pairs"},
-		"wrong pair": {func(r []Report) []Report { r[3].Runs[0].Seed = 99; return r }, "want a seed 4"},
-		"other run":  {func(r []Report) []Report { r[1].Shard.Seeds = "1-11"; return r }, "of another run"},
-		"not shard":  {func(r []Report) []Report { r[0].Shard = nil; return r }, "not a shard report"},
-		"errored":    {func(r []Report) []Report { r[0].ExitCode, r[0].Error = 3, "--junit x: denied"; return r }, "ended in error"},
+		"missing":    {func(r []report.Report) []report.Report { return append(r[:1], r[2:]...) }, "shard 2/4 missing"},
+		"twice":      {func(r []report.Report) []report.Report { r[1] = r[0]; return r }, "given twice"},
+		"cut short":  {func(r []report.Report) []report.Report { r[2].Runs = r[2].Runs[:3]; return r }, "ran 3 of its 5 pairs"},
+		"wrong pair": {func(r []report.Report) []report.Report { r[3].Runs[0].Seed = 99; return r }, "want a seed 4"},
+		"other run":  {func(r []report.Report) []report.Report { r[1].Shard.Seeds = "1-11"; return r }, "of another run"},
+		"not shard":  {func(r []report.Report) []report.Report { r[0].Shard = nil; return r }, "not a shard report"},
+		"errored":    {func(r []report.Report) []report.Report { r[0].ExitCode, r[0].Error = 3, "--junit x: denied"; return r }, "ended in error"},
 	}
 	for name, c := range cases {
 		reps := c.mangle(fresh())
