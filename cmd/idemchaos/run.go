@@ -47,6 +47,11 @@ intermittent), then shrunk to a minimal plan. Your own service remembers a run's
 keys and effects, so a run against it is not re-run or shrunk. The report prints
 the seed and the command that replays it.
 
+--seeds 1-400 runs every scenario with every seed; --shard i/N runs only
+shard i of N of those scenario × seed pairs (a CI matrix, a Kubernetes
+Indexed Job: --shard auto reads their variables), and merge joins the
+shards' --json reports into one verdict.
+
 Scenario files may also follow the flags (run -s idemchaos/*.yaml expands to
 several files).
 
@@ -56,7 +61,8 @@ target, failing oracle, missing hook).`,
 		Example: `  idemchaos run -s scenarios/response-drop-replay.yaml
   idemchaos run -s scenarios/double-click-exactly-once.yaml --mutant check-then-insert
   idemchaos run -s my-api.yaml --target http://127.0.0.1:8080 --junit report.xml --report report.html
-  idemchaos run -s scenarios/key-reuse.yaml --seed 42 --json`,
+  idemchaos run -s scenarios/key-reuse.yaml --seed 42 --json
+  idemchaos run -s scenarios/key-reuse.yaml --seeds 1-400 --shard 2/4 --history h/ --json > shard-2.json`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.files = append(f.files, args...)
@@ -126,6 +132,16 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	f.out.dir = f.seeds != "" || work.shard != nil
 	if err := f.out.check(len(work.pairs)); err != nil {
 		return usageError(err)
+	}
+	if len(work.pairs) == 0 {
+		// A shard past the last pair: nothing to start, still a report
+		// that says which shard it was, so the merge finds it.
+		rep := report.New(nil)
+		rep.Shard = work.shard
+		if err := f.out.write(cmd, rep, nil); err != nil {
+			return err
+		}
+		return exitFor(rep)
 	}
 	ctx := cmd.Context()
 	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: kind, TargetURL: targetURL, AllowRemote: f.allowRemote,
