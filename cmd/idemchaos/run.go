@@ -169,7 +169,11 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	var outcomes []*harness.Outcome
 	for _, p := range work.pairs {
 		s := ss[p.Scenario]
-		prog.start(s.Name, f.mutant)
+		if f.seeds != "" {
+			prog.start(fmt.Sprintf("%s seed %d", s.Name, p.Seed), f.mutant)
+		} else {
+			prog.start(s.Name, f.mutant)
+		}
 		opts := harness.RunOptions{Seed: p.Seed, Mutant: f.mutant, Plans: plans, Invocation: f.invocation()}
 		o, err := r.Run(ctx, s, opts)
 		prog.done()
