@@ -2,6 +2,7 @@ package checkers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/idemchaos/idemchaos/history"
@@ -21,9 +22,13 @@ import (
 //     ever sent with the key.
 //
 // This holds under every status-contract profile.
-func ReplayIdentical(opts ...Option) Checker { return replayIdentical{newConfig(opts)} }
+func ReplayIdentical(opts ...Option) Checker { return replayIdentical{cfg: newConfig(opts)} }
 
-type replayIdentical struct{ cfg config }
+type replayIdentical struct {
+	cfg config
+	// shared reports whether another scope used a key; set per check.
+	shared func(scope) bool
+}
 
 var _ Checker = replayIdentical{}
 
@@ -35,6 +40,14 @@ func (c replayIdentical) Check(h *history.History, effects []history.Effect) Res
 
 func (c replayIdentical) check(ix *index) Result {
 	h := ix.h
+	var byKey map[string][]int
+	c.shared = func(s scope) bool {
+		if byKey == nil {
+			order, _ := ix.byScope()
+			byKey = scopesByKey(order)
+		}
+		return len(byKey[s.key]) > 1
+	}
 	r := Result{Name: c.Name()}
 	order, groups := ix.byScope()
 	ct := &c.cfg.contract
@@ -92,7 +105,103 @@ func (c replayIdentical) check(ix *index) Result {
 			r.Violations = append(r.Violations, *refused)
 		}
 	}
+	r.Violations = append(r.Violations, c.strippedReplays(h, order, groups, r.Violations)...)
 	return finish(r, h, "")
+}
+
+// strippedReplays catches a replay that lacks a header every first-hand
+// success of its endpoint carried, when the first response of its own key
+// never reached the client (so the two cannot be compared): a response the
+// service marks as a replay (Idempotent-Replayed: true) without the
+// Location every 201 it sends has was stored without its headers. At least
+// three first-hand successes must agree, and keys already reported are
+// left alone.
+func (c replayIdentical) strippedReplays(h *history.History, order []scope, groups [][]int32, found []Violation) []Violation {
+	type endpoint struct {
+		method, path string
+		status       int
+	}
+	type tally struct {
+		n       int
+		headers map[string]int
+	}
+	var tallies map[endpoint]*tally
+	p := c.cfg.profile()
+	for i := range h.Attempts {
+		a := &h.Attempts[i]
+		if classify(a, p) != succeeded || markedReplay(a) {
+			continue
+		}
+		if tallies == nil {
+			tallies = make(map[endpoint]*tally)
+		}
+		e := endpoint{a.Method, a.Path, a.Status}
+		t := tallies[e]
+		if t == nil {
+			t = &tally{headers: map[string]int{}}
+			tallies[e] = t
+		}
+		t.n++
+		for _, name := range c.cfg.contract.compared(a.RespHeaders) {
+			t.headers[strings.ToLower(name)]++
+		}
+	}
+	if tallies == nil {
+		return nil
+	}
+	reported := map[scope]bool{}
+	for _, v := range found {
+		reported[scope{v.Tenant, v.Method, v.Path, v.Key}] = true
+	}
+	var out []Violation
+	for g, s := range order {
+		if reported[s] {
+			continue
+		}
+	attempts:
+		for _, i := range groups[g] {
+			b := &h.Attempts[i]
+			if classify(b, p) != succeeded || !markedReplay(b) {
+				continue
+			}
+			t := tallies[endpoint{b.Method, b.Path, b.Status}]
+			if t == nil || t.n < 3 {
+				continue
+			}
+			names := make([]string, 0, len(t.headers))
+			for name := range t.headers {
+				names = append(names, name)
+			}
+			slices.Sort(names)
+			for _, name := range names {
+				if t.headers[name] < t.n {
+					continue
+				}
+				if _, ok := b.RespHeaders.Get(name); ok {
+					continue
+				}
+				canon := http1Case(name)
+				out = append(out, Violation{
+					Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: b.Intent, Ops: []int64{b.Op},
+					Explanation: fmt.Sprintf("%s: op %d got a replay (%d, marked replayed) without the %s header that all %d first-hand %d responses of %s %s carried; every replay must repeat the first response with the significant headers it carried.",
+						describeScope(s), b.Op, b.Status, canon, t.n, b.Status, b.Method, b.Path),
+					Cause: "the replay does not restore the headers of the stored response (only status and body were stored), so a client that lost the first answer loses them",
+				})
+				break attempts
+			}
+		}
+	}
+	return out
+}
+
+// markedReplay reports a response the service marked as a replay.
+func markedReplay(a *history.Attempt) bool {
+	for _, f := range a.RespHeaders {
+		if strings.HasSuffix(strings.ToLower(f.Name), "replayed") && strings.EqualFold(f.Value, "true") {
+			return true
+		}
+	}
+	return false
 }
 
 // refusedRetry judges the n-th attempt of a scope, an identical retry that
@@ -136,8 +245,8 @@ func (c replayIdentical) refusedRetry(h *history.History, s scope, idx []int32, 
 	}
 	// No success yet: a retry of a request that may have executed, told
 	// that its key was used with another payload although none was sent.
-	if b.Status != p.Reuse || idx[n] == seen || otherPayloadBefore(h, idx, b, ct) {
-		return nil
+	if b.Status != p.Reuse || idx[n] == seen || otherPayloadBefore(h, idx, b, ct) || c.keyShared(s) {
+		return nil // a key another scope used: reuse-rejected judges a global key space
 	}
 	a := &h.Attempts[seen]
 	v.Ops = []int64{a.Op, b.Op}
@@ -240,4 +349,20 @@ func executedTwice(effects []history.Effect, s scope) bool {
 		return false
 	}
 	return duplicatedKeys(effects, map[tenantKey]bool{{s.tenant, s.key}: true})[tenantKey{s.tenant, s.key}] != ""
+}
+
+func (c replayIdentical) keyShared(s scope) bool { return c.shared != nil && c.shared(s) }
+
+// http1Case writes a header name the way HTTP/1.1 servers usually do:
+// "location" → "Location", "x-request-id" → "X-Request-Id".
+func http1Case(name string) string {
+	b := []byte(name)
+	up := true
+	for i, c := range b {
+		if up && c >= 'a' && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+		up = c == '-'
+	}
+	return string(b)
 }
