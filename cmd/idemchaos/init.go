@@ -84,6 +84,10 @@ func (m *Main) runInit(cmd *cobra.Command, f initFlags) error {
 			}
 		}
 	}
+	if st, err := os.Stat(f.out); err == nil && !st.IsDir() {
+		// Most often the binary `go build -o idemchaos` left in a checkout.
+		return usageError(fmt.Errorf("init: %s is a file, not a directory (the idemchaos binary?): pass --out DIR", f.out))
+	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return usageError(fmt.Errorf("init: %w", err))
 	}

@@ -62,6 +62,10 @@ func TestInit_FromOpenAPIToAFirstVerdict(t *testing.T) {
 func TestInit_Errors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	file := filepath.Join(dir, "idemchaos")
+	if err := os.WriteFile(file, []byte("a binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for name, c := range map[string]struct {
 		args []string
 		want string
@@ -69,6 +73,7 @@ func TestInit_Errors(t *testing.T) {
 		"no document":       {[]string{"init", "--out", dir}, `required flag(s) "openapi" not set`},
 		"missing document":  {[]string{"init", "--openapi", filepath.Join(dir, "nope.yaml"), "--out", dir}, "no such file"},
 		"unknown operation": {[]string{"init", "--openapi", "../../testdata/openapi/account-path.json", "--key-header", "X-Idempotency-Key", "--operation", "nope", "--out", dir}, "no operation nope"},
+		"out is a file":     {[]string{"init", "--openapi", "../../examples/ordersvc/openapi.yaml", "--out", file}, "is a file, not a directory (the idemchaos binary?): pass --out DIR"},
 		"no key header":     {[]string{"init", "--openapi", "../../testdata/openapi/account-path.json", "--out", dir}, "--key-header NAME"},
 	} {
 		t.Run(name, func(t *testing.T) {
