@@ -188,7 +188,9 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		}
 		run := report.FromOutcome(o)
 		if f.reruns > 0 || f.shrink {
-			if !o.Met() && len(o.Caught()) > 0 && f.shrink {
+			// A user's service is not re-run (Investigate says why): no
+			// promise of an investigation that will not happen.
+			if !o.Met() && len(o.Caught()) > 0 && f.shrink && o.Scenario.Target.URL == "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "investigating the failing plan of %s (re-runs, then shrinking)…\n", s.Name)
 			}
 			found := r.Investigate(ctx, o, opts, inv)

@@ -144,6 +144,9 @@ func TestRun_OrdersvcBuggyCaught(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout)
 		}
 	}
+	if strings.Contains(stderr, "investigating the failing plan") {
+		t.Errorf("stderr announces an investigation that a user's service never gets:\n%s", stderr)
+	}
 	if b, err := os.ReadFile(htmlPath); err != nil || !strings.Contains(string(b), "exactly-once") {
 		t.Errorf("HTML report: %v, %.200s", err, b)
 	}
