@@ -271,3 +271,14 @@ func (g *gatedProcess) Restart(ctx context.Context) error {
 	err = g.c.Restart(ctx)
 	return errors.Join(err, px.RemoveToxic(context.WithoutCancel(ctx), g.t.svcProxy, restartingToxic))
 }
+
+// StartReference starts one correct reference target (its database, the
+// service container, its proxies) and returns its stop: what every run
+// adds to the environment's start-up, for measurements.
+func (d *DockerEnv) StartReference(ctx context.Context) (func(context.Context) error, error) {
+	t, err := d.startReference(ctx, scenarios.ReferenceTarget{}, "", map[string]string{"t1": "tok-t1"})
+	if err != nil {
+		return nil, err
+	}
+	return t.close, nil
+}
