@@ -28,8 +28,8 @@ type Config struct {
 	// Standby also starts a streaming standby of the primary.
 	Standby bool
 	// ProxyPorts is how many proxy ports the Toxiproxy container publishes
-	// on 127.0.0.1 (default 16): every proxy the harness reaches from the
-	// host takes one.
+	// on 127.0.0.1 (default 32): every proxy the harness reaches from the
+	// host takes one; more at once wait for one to be freed.
 	ProxyPorts int
 	// PauseImage and PauseEnv run the pause container of every
 	// [ContainerSpec.Pod]: a process that idles until stopped.
@@ -80,7 +80,7 @@ func postgresArgs() string {
 // everything already started is removed.
 func (c *Client) Start(ctx context.Context, cfg Config) (*Env, error) {
 	if cfg.ProxyPorts <= 0 {
-		cfg.ProxyPorts = 16
+		cfg.ProxyPorts = 32
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
