@@ -405,7 +405,7 @@ func (r *Report) startupMD(p printer) {
 }
 
 // targetDockerStartup is the docker environment's start-up target (s).
-const targetDockerStartup = 5
+const targetDockerStartup = 5.0
 
 func (r *Report) demoMD(p printer) {
 	d := r.Demo
