@@ -39,7 +39,7 @@ var rules = map[string]rule{
 	"harness": {may: append([]string{"checkers", "faults", "harness/driver", "harness/oracle", "history", "reference", "scenarios",
 		"internal/env", "internal/dockerenv"}, infra...)},
 	"report":             {may: []string{"checkers", "harness", "history"}},
-	"cmd/idemchaos":      {may: []string{"checkers", "harness", "history", "reference", "report", "scenarios", "internal/bench", "internal/scaffold", "internal/recorder", "internal/shard", "internal/together"}},
+	"cmd/idemchaos":      {may: []string{"checkers", "harness", "history", "reference", "report", "scenarios", "internal/bench", "internal/scaffold", "internal/recorder", "internal/shard", "internal/together", "internal/dockerenv"}},
 	"internal/env":       {may: infra},
 	"internal/dockerenv": {may: []string{"internal/pgcluster", "internal/proxy"}},
 	"internal/pgcluster": {may: []string{"internal/runenv"}},
@@ -57,7 +57,7 @@ var rules = map[string]rule{
 	"internal/shard":     {may: []string{"report"}},
 	"internal/together":  {may: []string{"history"}},
 	"internal/refbench":  {may: []string{"reference"}},
-	"internal/bench": {may: append([]string{"checkers", "harness", "harness/driver", "history", "scenarios", "internal/env",
+	"internal/bench": {may: append([]string{"checkers", "harness", "harness/driver", "history", "scenarios", "internal/env", "internal/dockerenv",
 		"internal/histgen", "internal/refbench", "examples/foreign"}, infra...)},
 	// A sample service uses only what a user of the module could: the
 	// public packages, never internal ones.
