@@ -28,12 +28,14 @@ func (c exactlyOnce) Check(h *history.History, effects []history.Effect) Result 
 func (c exactlyOnce) check(ix *index) Result {
 	h, effects := ix.h, ix.effects
 	r := Result{Name: c.Name()}
+	r.t.settle = settleExactly
 	unread := h.Meta.EffectsUnread
 	if !h.EffectsKnown && len(effects) == 0 {
 		why := "the history records no effects (no effect events, and the meta event does not set effects_recorded), so nothing can be said about how many times anything executed"
 		if unread {
 			why = "the producer did not read the system's effects (effects_recorded: false), so nothing can be said about how many times anything executed"
 		}
+		r.t.early = why
 		return finish(r, h, why)
 	}
 	at := ix.attribution(&c.cfg.contract)
@@ -51,12 +53,19 @@ func (c exactlyOnce) check(ix *index) Result {
 		}
 		r.Violations = append(r.Violations, c.judgeGroup(h, effects, g, unread, bodies)...)
 	}
+	r.t.orphans, r.t.unread = at.orphans, unread
+	return settleExactlyOnce(r, h)
+}
+
+// settleExactlyOnce gives the verdict and reason from the violations and
+// the tally: the end of a check, and of a merge of checked parts.
+func settleExactlyOnce(r Result, h *history.History) Result {
 	var notes []string
-	if at.orphans > 0 {
-		notes = append(notes, fmt.Sprintf("%s matched no attempt in the history and %s not judged", countOf(at.orphans, ""), plural(at.orphans, "was", "were")))
+	if n := r.t.orphans; n > 0 {
+		notes = append(notes, fmt.Sprintf("%s matched no attempt in the history and %s not judged", countOf(n, ""), plural(n, "was", "were")))
 	}
 	unknown := ""
-	if unread {
+	if r.t.unread {
 		unknown = "the producer did not read all of the system's effects (effects_recorded: false): duplicates were judged, lost effects cannot be"
 		if len(r.Violations) > 0 {
 			notes = append(notes, unknown)

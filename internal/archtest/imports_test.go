@@ -39,7 +39,7 @@ var rules = map[string]rule{
 	"harness": {may: append([]string{"checkers", "faults", "harness/driver", "harness/oracle", "history", "reference", "scenarios",
 		"internal/env"}, infra...)},
 	"report":             {may: []string{"checkers", "harness", "history"}},
-	"cmd/idemchaos":      {may: []string{"checkers", "harness", "history", "reference", "report", "scenarios", "internal/bench", "internal/scaffold", "internal/recorder"}},
+	"cmd/idemchaos":      {may: []string{"checkers", "harness", "history", "reference", "report", "scenarios", "internal/bench", "internal/scaffold", "internal/recorder", "internal/partcheck"}},
 	"internal/env":       {may: infra},
 	"internal/pgcluster": {may: []string{"internal/runenv"}},
 	"internal/runenv":    {},
@@ -51,11 +51,12 @@ var rules = map[string]rule{
 	"internal/archtest":  {},
 	"internal/modtidy":   {},
 	"internal/histgen":   {may: []string{"history"}},
+	"internal/partcheck": {may: []string{"checkers", "history"}},
 	"internal/scaffold":  {},
 	"internal/recorder":  {may: []string{"history", "scenarios"}},
 	"internal/refbench":  {may: []string{"reference"}},
 	"internal/bench": {may: append([]string{"checkers", "harness", "harness/driver", "history", "scenarios", "internal/env",
-		"internal/histgen", "internal/refbench"}, infra...)},
+		"internal/histgen", "internal/partcheck", "internal/refbench"}, infra...)},
 	"examples/...": {may: []string{"examples/..."}},
 }
 
