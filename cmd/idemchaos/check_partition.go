@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -53,8 +54,16 @@ func (f checkFlags) partitioned(name string) (n, only int, err error) {
 	return int(max(2, st.Size()/partitionBytes)), -1, nil
 }
 
+// partitionedMemory is the soft memory limit of a partitioned check
+// (unless GOMEMLIMIT says otherwise): the garbage collector works harder
+// near it rather than let the heap double past what the partitions need.
+const partitionedMemory = 768 << 20
+
 // checkPartitioned checks one history partition by partition.
 func checkPartitioned(name string, contract checkers.Contract, f checkFlags, n, only int) (report.Run, error) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(partitionedMemory))
+	}
 	sum, res, err := partcheck.CheckFile(name, partcheck.Options{
 		Partitions: n, Only: only, Contract: contract, Names: f.invariants, MaxTime: f.maxTime,
 	})
