@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/valyala/fastjson"
 )
@@ -127,170 +129,319 @@ type splitter struct {
 
 var splitSeed = maphash.MakeSeed()
 
+// fact is what the split needs of one line, read from it by a parsing
+// worker so that the routing, which keeps the state, stays one cheap loop.
+type fact struct {
+	line     int
+	raw      []byte
+	err      error // a malformed line (ErrTruncated for a cut-off last one)
+	typ      Type
+	typed    bool // "type" is a string
+	ns       int64
+	op       int64
+	key      uint64 // hash of the key (invoke, effect)
+	intent   uint64
+	named    bool   // an intent was given
+	scope    uint64 // hash of (tenant, method, path, key); keyed says there is a key
+	keyed    bool
+	status   int
+	body     uint64 // hash of a non-empty response body; bodied says there is one
+	bodied   bool
+	errorMsg string // interrupted: why
+}
+
+// batch is a run of lines read together and parsed by one worker.
+type batch struct {
+	data  []byte
+	facts []fact
+	end   error // what stopped the reader after these lines (nil: more follow)
+	done  chan struct{}
+}
+
+const batchLines = 2048
+
 func (sp *splitter) run() error {
-	all := func(ws []*partWriter, raw []byte) error {
-		for _, w := range ws {
-			if err := w.write(sp.rd.Line(), raw); err != nil {
-				return err
-			}
-		}
+	var e Event
+	// The meta event is read as the loader reads it, with its errors.
+	raw, complete, err := sp.rd.nextLine()
+	if errors.Is(err, io.EOF) {
 		return nil
 	}
-	var e Event
-	for {
-		raw, complete, err := sp.rd.nextLine()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		var le *LineError
-		if errors.As(err, &le) {
-			sp.s.Err = le
-			return nil
-		}
-		if err != nil {
+	var le *LineError
+	if errors.As(err, &le) {
+		sp.s.Err = le
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	v, err := sp.rd.parse(raw, complete)
+	if errors.Is(err, ErrTruncated) {
+		sp.s.Truncated = true
+		return nil
+	}
+	if err == nil {
+		_, err = sp.rd.decode(v, &e)
+	}
+	if errors.As(err, &le) {
+		sp.s.Err = le
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sp.s.Meta = e
+	sp.s.EffectsKnown = e.EffectsRecorded
+	sp.s.Events++
+	sp.s.End = max(sp.s.End, e.NS)
+	for _, w := range append(sp.keys[:len(sp.keys):len(sp.keys)], sp.bodies...) {
+		if err := w.write(sp.rd.Line(), raw); err != nil {
 			return err
 		}
-		v, err := sp.rd.parse(raw, complete)
-		if errors.Is(err, ErrTruncated) {
-			sp.s.Truncated = true
-			return nil
-		}
-		if errors.As(err, &le) {
-			sp.s.Err = le
-			return nil
-		}
-		if !sp.rd.sawMeta {
-			// The meta event is read as the loader reads it, with its errors.
-			if _, err := sp.rd.decode(v, &e); err != nil {
-				if errors.As(err, &le) {
+	}
+
+	// Then a pipeline: one reader, a parsing worker per core, and this
+	// goroutine routing the parsed lines in their order.
+	workers := max(1, runtime.GOMAXPROCS(0))
+	work := make(chan *batch, workers)
+	order := make(chan *batch, 2*workers)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	// On an early return the reader must stop before the workers can end.
+	defer wg.Wait()
+	defer close(stop)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sp.read(work, order, stop)
+	}()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var p fastjson.Parser
+			for b := range work {
+				for i := range b.facts {
+					parseFact(&p, &b.facts[i])
+				}
+				close(b.done)
+			}
+		}()
+	}
+	for b := range order {
+		<-b.done
+		for i := range b.facts {
+			f := &b.facts[i]
+			if f.err != nil {
+				if errors.Is(f.err, ErrTruncated) {
+					sp.s.Truncated = true
+					return nil
+				}
+				if errors.As(f.err, &le) {
 					sp.s.Err = le
 					return nil
 				}
+				return f.err
+			}
+			if err := sp.route(f); err != nil {
 				return err
 			}
-			sp.s.Meta = e
-			sp.s.EffectsKnown = e.EffectsRecorded
-			sp.count(v)
-			if err := all(sp.keys, raw); err != nil {
-				return err
-			}
-			if err := all(sp.bodies, raw); err != nil {
-				return err
-			}
-			continue
 		}
-		if err := sp.route(v, raw); err != nil {
-			return err
+		if b.end != nil {
+			if errors.As(b.end, &le) {
+				sp.s.Err = le
+				return nil
+			}
+			return b.end
+		}
+	}
+	return nil
+}
+
+// read cuts the history into batches of lines, copied out of the reader's
+// buffer, and hands each to the workers and, in order, to the router.
+func (sp *splitter) read(work, order chan<- *batch, stop <-chan struct{}) {
+	defer close(work)
+	defer close(order)
+	for {
+		b := &batch{done: make(chan struct{}), facts: make([]fact, 0, batchLines)}
+		for len(b.facts) < batchLines {
+			raw, complete, err := sp.rd.nextLine()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.end = err
+				break
+			}
+			start := len(b.data)
+			b.data = append(b.data, raw...)
+			f := fact{line: sp.rd.Line(), raw: b.data[start:len(b.data):len(b.data)]}
+			if !complete {
+				f.err = errIncomplete
+			}
+			b.facts = append(b.facts, f)
+		}
+		// The lines point into data, which grew: point them again.
+		off := 0
+		for i := range b.facts {
+			n := len(b.facts[i].raw)
+			b.facts[i].raw = b.data[off : off+n : off+n]
+			off += n
+		}
+		last := len(b.facts) < batchLines || b.end != nil
+		select {
+		case order <- b:
+		case <-stop:
+			return
+		}
+		select {
+		case work <- b:
+		case <-stop:
+			return
+		}
+		if last {
+			return
 		}
 	}
 }
 
-// count counts a known event and its time, as the loader does.
-func (sp *splitter) count(v *fastjson.Value) {
-	sp.s.Events++
-	if ns := v.GetInt64("ns"); ns > sp.s.End {
-		sp.s.End = ns
-	}
-}
+// errIncomplete marks a last line without a newline until it is parsed.
+var errIncomplete = errors.New("incomplete")
 
-func (sp *splitter) part(b []byte) int32 {
-	return int32(maphash.Bytes(splitSeed, b) % uint64(sp.n))
-}
-
-func (sp *splitter) route(v *fastjson.Value, raw []byte) error {
-	line := sp.rd.Line()
-	typ := Type(v.GetStringBytes("type"))
-	switch typ {
-	case TypeInvoke, TypeOK, TypeInfo, TypeFail, TypeEffect, TypeMeta, TypeFault, TypeInterrupted:
-		sp.count(v)
-	default:
-		if v.Get("type") != nil && v.Get("type").Type() == fastjson.TypeString {
-			sp.s.Skipped++
-		}
+// parseFact parses one line and reads what the router needs.
+func parseFact(p *fastjson.Parser, f *fact) {
+	complete := f.err == nil
+	f.err = nil
+	v, err := parseLine(p, f.raw, complete, f.line)
+	if err != nil {
+		f.err = err
+		return
 	}
-	switch typ {
+	t := v.Get("type")
+	if t == nil || t.Type() != fastjson.TypeString {
+		return
+	}
+	f.typed = true
+	f.typ = Type(t.GetStringBytes())
+	f.ns = v.GetInt64("ns")
+	switch f.typ {
 	case TypeInvoke:
+		f.op = v.GetInt64("op")
 		key := v.GetStringBytes("key")
-		p := sp.part(key)
+		f.key = maphash.Bytes(splitSeed, key)
 		if in := v.GetStringBytes("intent"); len(in) > 0 {
-			sp.s.IntentsKnown = true
-			ih := maphash.Bytes(splitSeed, in)
-			if q, ok := sp.intents[ih]; ok && q != p {
-				sp.join(int(q), int(p))
-			} else if !ok {
-				sp.intents[ih] = p
-				// An effect named this intent before it was invoked: the
-				// check attributes it to the intent all the same.
-				if q, early := sp.early[ih]; early && q != p {
-					sp.join(int(q), int(p))
-				}
-			}
+			f.intent, f.named = maphash.Bytes(splitSeed, in), true
 		}
 		if len(key) > 0 {
 			var hh maphash.Hash
 			hh.SetSeed(splitSeed)
-			for _, f := range [][]byte{v.GetStringBytes("tenant"), v.GetStringBytes("req", "method"), v.GetStringBytes("req", "path"), key} {
-				hh.Write(f)
+			for _, s := range [][]byte{v.GetStringBytes("tenant"), v.GetStringBytes("req", "method"), v.GetStringBytes("req", "path"), key} {
+				hh.Write(s)
 				hh.WriteByte(0)
 			}
-			sp.scopes[hh.Sum64()] = struct{}{}
+			f.scope, f.keyed = hh.Sum64(), true
 		}
-		op := v.GetInt64("op")
-		if q, seen := sp.opPart(op); seen {
-			p = q // a second invoke of an op: its loader says so
-		} else {
-			sp.setOp(op, p)
-			sp.open[op] = openInvoke{line: line, raw: append([]byte(nil), raw...)}
-		}
-		return sp.keys[p].write(line, raw)
 	case TypeOK, TypeInfo, TypeFail:
-		op := v.GetInt64("op")
-		p, _ := sp.opPart(op) // an unknown op goes to 0, whose loader says so
-		if typ == TypeOK {
-			status := v.GetInt("resp", "status")
-			sp.s.Answers++
-			if status >= 500 {
-				sp.s.Failures++
-			}
-			if status >= 200 && status < 300 {
-				sp.s.Successes = append(sp.s.Successes, v.GetInt64("ns"))
-			}
-			if inv, ok := sp.open[op]; ok {
-				if rv := v.Get("resp"); rv != nil {
-					if b, err := body(rv); err == nil && len(b) > 0 {
-						w := sp.bodies[sp.part(b)]
-						if err := w.write(inv.line, inv.raw); err != nil {
-							return err
-						}
-						if err := w.write(line, raw); err != nil {
-							return err
-						}
-					}
+		f.op = v.GetInt64("op")
+		if f.typ == TypeOK {
+			f.status = v.GetInt("resp", "status")
+			if rv := v.Get("resp"); rv != nil {
+				if b, err := body(rv); err == nil && len(b) > 0 {
+					f.body, f.bodied = maphash.Bytes(splitSeed, b), true
 				}
 			}
 		}
-		delete(sp.open, op)
+	case TypeEffect:
+		f.key = maphash.Bytes(splitSeed, v.GetStringBytes("key"))
+		if in := v.GetStringBytes("intent"); len(in) > 0 {
+			f.intent, f.named = maphash.Bytes(splitSeed, in), true
+		}
+	case TypeInterrupted:
+		f.errorMsg = string(v.GetStringBytes("error"))
+	}
+}
+
+func (sp *splitter) part(h uint64) int32 { return int32(h % uint64(sp.n)) }
+
+func (sp *splitter) route(f *fact) error {
+	line, raw := f.line, f.raw
+	switch f.typ {
+	case TypeInvoke, TypeOK, TypeInfo, TypeFail, TypeEffect, TypeMeta, TypeFault, TypeInterrupted:
+		sp.s.Events++
+		sp.s.End = max(sp.s.End, f.ns)
+	default:
+		if f.typed {
+			sp.s.Skipped++
+		}
+	}
+	switch f.typ {
+	case TypeInvoke:
+		p := sp.part(f.key)
+		if f.named {
+			sp.s.IntentsKnown = true
+			if q, ok := sp.intents[f.intent]; ok && q != p {
+				sp.join(int(q), int(p))
+			} else if !ok {
+				sp.intents[f.intent] = p
+				// An effect named this intent before it was invoked: the
+				// check attributes it to the intent all the same.
+				if q, early := sp.early[f.intent]; early && q != p {
+					sp.join(int(q), int(p))
+				}
+			}
+		}
+		if f.keyed {
+			sp.scopes[f.scope] = struct{}{}
+		}
+		if q, seen := sp.opPart(f.op); seen {
+			p = q // a second invoke of an op: its loader says so
+		} else {
+			sp.setOp(f.op, p)
+			sp.open[f.op] = openInvoke{line: line, raw: append([]byte(nil), raw...)}
+		}
+		return sp.keys[p].write(line, raw)
+	case TypeOK, TypeInfo, TypeFail:
+		p, _ := sp.opPart(f.op) // an unknown op goes to 0, whose loader says so
+		if f.typ == TypeOK {
+			sp.s.Answers++
+			if f.status >= 500 {
+				sp.s.Failures++
+			}
+			if f.status >= 200 && f.status < 300 {
+				sp.s.Successes = append(sp.s.Successes, f.ns)
+			}
+			if inv, ok := sp.open[f.op]; ok && f.bodied {
+				w := sp.bodies[sp.part(f.body)]
+				if err := w.write(inv.line, inv.raw); err != nil {
+					return err
+				}
+				if err := w.write(line, raw); err != nil {
+					return err
+				}
+			}
+		}
+		delete(sp.open, f.op)
 		return sp.keys[p].write(line, raw)
 	case TypeEffect:
 		sp.s.EffectsKnown = true
-		p := sp.part(v.GetStringBytes("key"))
-		if in := v.GetStringBytes("intent"); len(in) > 0 {
-			ih := maphash.Bytes(splitSeed, in)
-			if q, ok := sp.intents[ih]; ok {
+		p := sp.part(f.key)
+		if f.named {
+			if q, ok := sp.intents[f.intent]; ok {
 				p = q
-			} else if _, ok := sp.early[ih]; !ok {
-				sp.early[ih] = p
+			} else if _, ok := sp.early[f.intent]; !ok {
+				sp.early[f.intent] = p
 			}
 		}
 		return sp.keys[p].write(line, raw)
 	case TypeInterrupted:
-		sp.s.Interrupted = string(v.GetStringBytes("error"))
+		sp.s.Interrupted = f.errorMsg
 		if sp.s.Interrupted == "" {
 			sp.s.Interrupted = "interrupted"
 		}
 	case TypeMeta, TypeFault:
 	default:
-		if v.Get("type") == nil || v.Get("type").Type() != fastjson.TypeString {
+		if !f.typed {
 			return sp.keys[0].write(line, raw) // not an event: partition 0's loader says why
 		}
 	}

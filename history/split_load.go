@@ -59,12 +59,11 @@ func LoadParts(parts []Part, ordered bool, opts LoadOptions) (*History, error) {
 	slices.SortStableFunc(lines, func(a, b line) int { return int(a.n) - int(b.n) })
 	// The meta event heads every partition: keep one.
 	lines = slices.CompactFunc(lines, func(a, b line) bool { return a.n == b.n })
-	var buf bytes.Buffer
-	for _, l := range lines {
-		buf.Write(l.raw)
-		buf.WriteByte('\n')
+	raws := make([][]byte, len(lines))
+	for i, l := range lines {
+		raws[i] = l.raw
 	}
-	h, err := Load(&buf, opts)
+	h, err := Load(&linesReader{lines: raws}, opts)
 	if err != nil {
 		return nil, mapLine(err, func(n int) (int, error) {
 			if n-1 < len(lines) {
@@ -109,4 +108,31 @@ func lineAt(name string, n int) (int, error) {
 		return 0, err
 	}
 	return int(binary.LittleEndian.Uint64(b[:])), nil
+}
+
+// linesReader reads lines that sit apart in memory as one JSONL stream,
+// without copying them into one buffer first.
+type linesReader struct {
+	lines [][]byte
+	off   int // bytes of lines[0] already read; len+1 once its newline was
+}
+
+func (r *linesReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && len(r.lines) > 0 {
+		l := r.lines[0]
+		if r.off < len(l) {
+			c := copy(p[n:], l[r.off:])
+			n += c
+			r.off += c
+			continue
+		}
+		p[n] = '\n'
+		n++
+		r.lines, r.off = r.lines[1:], 0
+	}
+	if n == 0 && len(r.lines) == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
 }

@@ -20,8 +20,13 @@ import (
 const autoPartitionBytes = 512 << 20
 
 // partitionBytes is about how much JSONL one partition holds when the
-// count is automatic: two of them checked at once fit in a few hundred MB.
-const partitionBytes = 128 << 20
+// count is automatic: a loaded partition takes about 1.5 times its JSONL,
+// so one per core checked at once stays within a few hundred MB.
+const partitionBytes = 32 << 20
+
+// maxAutoPartitions bounds the automatic count: each partition is four
+// open files (lines and their numbers, by key and by body).
+const maxAutoPartitions = 512
 
 // partitioned says how to check the named file: n partitions (0: in
 // memory) and which one alone (-1: all).
@@ -51,7 +56,7 @@ func (f checkFlags) partitioned(name string) (n, only int, err error) {
 	if err != nil || st.Size() < autoPartitionBytes {
 		return 0, -1, nil // a missing file is reported by the load
 	}
-	return int(max(2, st.Size()/partitionBytes)), -1, nil
+	return int(min(max(2, st.Size()/partitionBytes), maxAutoPartitions)), -1, nil
 }
 
 // partitionedMemory is the soft memory limit of a partitioned check
