@@ -61,6 +61,9 @@ type Violation struct {
 	// loose payload comparison elsewhere: set only when a part of a history
 	// is checked alone ([WithGlobals]), and settled by [Merge].
 	ifLoose string
+	// twin asks the merge for an executed intent that sent the same body
+	// under another key ([ResolveTwins]); set only like ifLoose.
+	twin *twinQuery
 }
 
 // String returns the explanation followed by the likely cause.

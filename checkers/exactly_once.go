@@ -380,6 +380,10 @@ func indexBodies(h *history.History, at *attribution) map[bodyScope][]*intentSta
 	return m
 }
 
+func twinCause(intent string) string {
+	return fmt.Sprintf("intent %s sent a byte-identical body and did execute: the service deduplicates by request body instead of by key, and swallowed a second legitimate intent", intent)
+}
+
 func (c exactlyOnce) lost(h *history.History, st *intentState, bodies map[bodyScope][]*intentState) Violation {
 	ack := &h.Attempts[st.acked]
 	v := Violation{
@@ -388,10 +392,17 @@ func (c exactlyOnce) lost(h *history.History, st *intentState, bodies map[bodySc
 		Explanation: fmt.Sprintf("%s was acknowledged with %d (op %d) but produced no effect; exactly one was expected.",
 			describeIntent(h, st), ack.Status, ack.Op),
 	}
-	for _, other := range bodies[bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}] {
-		if other.unit != st.unit && other.unit.executed() {
-			v.Cause = fmt.Sprintf("intent %s sent a byte-identical body and did execute: the service deduplicates by request body instead of by key, and swallowed a second legitimate intent", other.id)
-			return v
+	if c.cfg.globals != nil {
+		// A part of a history: the twin may be under a key of another
+		// part, so the merge looks for it ([ResolveTwins]); the cause
+		// below stands when there is none.
+		v.twin = &twinQuery{bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}, st.unit.intents[0].id}
+	} else {
+		for _, other := range bodies[bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}] {
+			if other.unit != st.unit && other.unit.executed() {
+				v.Cause = twinCause(other.id)
+				return v
+			}
 		}
 	}
 	for _, f := range h.Faults {

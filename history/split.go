@@ -57,6 +57,9 @@ type Split struct {
 // the original history of each of its lines (8 bytes each, little endian).
 type Part struct {
 	File, Lines string
+	// Invokes, for a key partition, holds the original line numbers of its
+	// invoke events alone: the place of each attempt in the history.
+	Invokes string
 }
 
 // SplitFile reads the history in r once and writes its partitions into dir.
@@ -400,6 +403,9 @@ func (sp *splitter) route(f *fact) error {
 			sp.setOp(f.op, p)
 			sp.open[f.op] = openInvoke{line: line, raw: append([]byte(nil), raw...)}
 		}
+		if err := sp.keys[p].invoked(line); err != nil {
+			return err
+		}
 		return sp.keys[p].write(line, raw)
 	case TypeOK, TypeInfo, TypeFail:
 		p, _ := sp.opPart(f.op) // an unknown op goes to 0, whose loader says so
@@ -496,9 +502,17 @@ func (sp *splitter) join(a, b int) {
 }
 
 type partWriter struct {
-	f, lf   *os.File
-	w, lw   *bufio.Writer
-	scratch [8]byte
+	f, lf, inf *os.File
+	w, lw, inw *bufio.Writer
+	scratch    [8]byte
+}
+
+// invoked notes the line of an invoke event written to the partition.
+func (w *partWriter) invoked(line int) error {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(line))
+	_, err := w.inw.Write(b[:])
+	return err
 }
 
 func createParts(dir, kind string, n int) ([]*partWriter, []Part, error) {
@@ -516,6 +530,15 @@ func createParts(dir, kind string, n int) ([]*partWriter, []Part, error) {
 			return nil, nil, err
 		}
 		ws[i] = &partWriter{f: f, lf: lf, w: bufio.NewWriterSize(f, 64<<10), lw: bufio.NewWriterSize(lf, 8<<10)}
+		if kind == "key" {
+			p.Invokes = filepath.Join(dir, kind+strconv.Itoa(i)+".invokes")
+			if ws[i].inf, err = os.Create(p.Invokes); err != nil {
+				f.Close()
+				lf.Close()
+				return nil, nil, err
+			}
+			ws[i].inw = bufio.NewWriterSize(ws[i].inf, 8<<10)
+		}
 		parts[i] = p
 	}
 	return ws, parts, nil
@@ -534,5 +557,8 @@ func (w *partWriter) write(line int, raw []byte) error {
 
 func (w *partWriter) close() error {
 	err := errors.Join(w.w.Flush(), w.lw.Flush())
+	if w.inw != nil {
+		err = errors.Join(err, w.inw.Flush(), w.inf.Close())
+	}
 	return errors.Join(err, w.f.Close(), w.lf.Close())
 }

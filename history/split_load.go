@@ -136,3 +136,21 @@ func (r *linesReader) Read(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// InvokeLines returns the original line numbers of the invoke events of
+// parts, sorted: in a history loaded from them ([LoadParts]), attempt i
+// was invoked on line InvokeLines[i].
+func InvokeLines(parts []Part) ([]int64, error) {
+	var out []int64
+	for _, p := range parts {
+		b, err := os.ReadFile(p.Invokes)
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i+8 <= len(b); i += 8 {
+			out = append(out, int64(binary.LittleEndian.Uint64(b[i:])))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}

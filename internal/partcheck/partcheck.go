@@ -162,7 +162,48 @@ func CheckFile(name string, o Options) (*Summary, checkers.Result, error) {
 		}
 		merged = append(merged, checkers.Merge(parts, sp.Interrupted, sp.Truncated))
 	}
-	return sum, checkers.Combine(merged...), nil
+	res := checkers.Combine(merged...)
+	if q := checkers.TwinQueries(res); len(q) > 0 {
+		// A write was acknowledged and lost: its likely cause may be an
+		// intent with the same body under a key of another partition. A
+		// second pass over the key partitions finds it; only a failing
+		// history pays for it.
+		var twins []checkers.Twin
+		for _, u := range units {
+			if u.key < 0 {
+				continue
+			}
+			t, err := twinsOf(u.parts, q, opts, o, sp)
+			if err != nil {
+				return nil, zero, err
+			}
+			twins = append(twins, t...)
+		}
+		res = checkers.ResolveTwins(res, twins)
+	}
+	return sum, res, nil
+}
+
+// twinsOf returns the executed intents of some partitions that sent a
+// body asked about, placed by the line of their first attempt.
+func twinsOf(parts []history.Part, q map[checkers.TwinScope]bool, opts []checkers.Option, o Options, sp *history.Split) ([]checkers.Twin, error) {
+	h, err := history.LoadParts(parts, true, o.Contract.LoadOptions())
+	if err != nil {
+		return nil, err
+	}
+	h.End, h.EffectsKnown, h.IntentsKnown = sp.End, sp.EffectsKnown, sp.IntentsKnown
+	lines, err := history.InvokeLines(parts)
+	if err != nil {
+		return nil, err
+	}
+	if len(lines) != len(h.Attempts) {
+		return nil, fmt.Errorf("partition: %d invoke lines for %d attempts", len(lines), len(h.Attempts))
+	}
+	twins := checkers.ExecutedTwins(h, h.Effects, q, opts...)
+	for i := range twins {
+		twins[i].Order = lines[twins[i].Attempt]
+	}
+	return twins, nil
 }
 
 // checkUnit loads some partitions as one history and checks it. The
