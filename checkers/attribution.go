@@ -127,17 +127,23 @@ func attribute(h *history.History, effects []history.Effect, p Profile, ct *Cont
 			}
 		}
 	}
-	units := make(map[int32]*unit)
-	groups := make(map[int32]*group)
+	// Units and groups are indexed by their representative intent and
+	// allocated from one block each: there are nearly as many as intents.
+	units := make([]*unit, len(states))
+	groups := make([]*group, len(states))
+	unitBlock := make([]unit, 0, len(states))
+	groupBlock := make([]group, 0, len(states))
 	for s := range states {
 		st := &states[s]
 		u := units[unitOf.find(int32(s))]
 		if u == nil {
-			u = &unit{}
+			unitBlock = append(unitBlock, unit{})
+			u = &unitBlock[len(unitBlock)-1]
 			units[unitOf.find(int32(s))] = u
 			g := groups[groupOf.find(int32(s))]
 			if g == nil {
-				g = &group{}
+				groupBlock = append(groupBlock, group{})
+				g = &groupBlock[len(groupBlock)-1]
 				groups[groupOf.find(int32(s))] = g
 				at.groups = append(at.groups, g)
 			}

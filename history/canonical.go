@@ -18,6 +18,9 @@ type canonicalizer struct {
 	p   fastjson.Parser
 	h   maphash.Hash
 	buf []byte
+	// ms is a stack of the members of the objects being written, reused
+	// from body to body: a slice per object was most of a load's garbage.
+	ms []member
 }
 
 // hash returns the canonical hash of body, or raw (the body's byte hash)
@@ -55,15 +58,21 @@ func (c *canonicalizer) write(v *fastjson.Value) {
 	switch v.Type() {
 	case fastjson.TypeObject:
 		o, _ := v.Object()
-		var ms []member
-		o.Visit(func(k []byte, mv *fastjson.Value) { ms = append(ms, member{k, mv}) })
-		slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.k, b.k) })
+		start := len(c.ms)
+		o.Visit(func(k []byte, mv *fastjson.Value) { c.ms = append(c.ms, member{k, mv}) })
+		end := len(c.ms)
+		slices.SortStableFunc(c.ms[start:end], func(a, b member) int { return bytes.Compare(a.k, b.k) })
 		c.h.WriteByte('{')
-		for _, m := range ms {
+		// Nested objects push above end (and may move the stack), so the
+		// members are read by index.
+		for i := start; i < end; i++ {
+			m := c.ms[i]
 			c.str(m.k)
 			c.write(m.v)
 		}
 		c.h.WriteByte('}')
+		clear(c.ms[start:])
+		c.ms = c.ms[:start]
 	case fastjson.TypeArray:
 		a, _ := v.Array()
 		c.h.WriteByte('[')
