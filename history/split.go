@@ -435,7 +435,9 @@ func (sp *splitter) route(f *fact) error {
 		if f.named {
 			if q, ok := sp.intents[f.intent]; ok {
 				p = q
-			} else if _, ok := sp.early[f.intent]; !ok {
+			} else if q, ok := sp.early[f.intent]; ok {
+				p = q // with the intent's other early effects, joined when it comes
+			} else {
 				sp.early[f.intent] = p
 			}
 		}
