@@ -70,7 +70,7 @@ func SplitFile(r io.Reader, dir string, n int) (*Split, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("split: %d partitions", n)
 	}
-	sp := &splitter{s: &Split{}, n: n, rd: NewReader(r), intents: map[uint64]int32{}, early: map[uint64]int32{}, scopes: map[uint64]struct{}{}, open: map[int64]openInvoke{}, bigOps: map[int64]int32{}}
+	sp := &splitter{s: &Split{}, n: n, rd: NewReader(r), intents: map[uint64]int32{}, early: map[uint64][]int32{}, scopes: map[uint64]struct{}{}, open: map[int64]openInvoke{}, bigOps: map[int64]int32{}}
 	sp.union = make([]int, n)
 	for i := range sp.union {
 		sp.union[i] = i
@@ -122,8 +122,8 @@ type splitter struct {
 	keys    []*partWriter
 	bodies  []*partWriter
 	union   []int
-	intents map[uint64]int32 // intent hash → key partition
-	early   map[uint64]int32 // effects that named an intent not yet invoked
+	intents map[uint64]int32   // intent hash → key partition
+	early   map[uint64][]int32 // partitions of effects that named an intent not yet invoked
 	scopes  map[uint64]struct{}
 	ops     []int32 // op → key partition + 1, for small non-negative ops
 	bigOps  map[int64]int32
@@ -389,9 +389,10 @@ func (sp *splitter) route(f *fact) error {
 				sp.intents[f.intent] = p
 				// An effect named this intent before it was invoked: the
 				// check attributes it to the intent all the same.
-				if q, early := sp.early[f.intent]; early && q != p {
+				for _, q := range sp.early[f.intent] {
 					sp.join(int(q), int(p))
 				}
+				delete(sp.early, f.intent)
 			}
 		}
 		if f.keyed {
@@ -435,10 +436,10 @@ func (sp *splitter) route(f *fact) error {
 		if f.named {
 			if q, ok := sp.intents[f.intent]; ok {
 				p = q
-			} else if q, ok := sp.early[f.intent]; ok {
-				p = q // with the intent's other early effects, joined when it comes
-			} else {
-				sp.early[f.intent] = p
+			} else if !slices.Contains(sp.early[f.intent], p) {
+				// By its key for now (the check falls back to the key if
+				// the intent never comes); joined with it if it does.
+				sp.early[f.intent] = append(sp.early[f.intent], p)
 			}
 		}
 		return sp.keys[p].write(line, raw)
