@@ -56,7 +56,13 @@ type tenantKey struct{ tenant, key string }
 // else to the group of the intents that used its (tenant, key). Intents
 // that share a key and a payload, or whose acknowledgment is byte for byte
 // the other's, are one unit: a correct service executes them once.
-func attribute(h *history.History, effects []history.Effect, p Profile, ct *Contract) *attribution {
+//
+// It costs one map lookup per attempt (intent ids) and per effect; the
+// joins are found through the scopes [index.byScope] already grouped, and
+// the (tenant, key) map that joins intents across endpoints and requests
+// without a key is built only when some effect names no known intent.
+func attribute(ix *index, p Profile, ct *Contract) *attribution {
+	h, effects := ix.h, ix.effects
 	byID := make(map[string]int32, len(h.Attempts))
 	states := make([]intentState, 0, len(h.Attempts))
 	attemptOf := make([]int32, len(h.Attempts))
@@ -85,71 +91,108 @@ func attribute(h *history.History, effects []history.Effect, p Profile, ct *Cont
 	}
 	spread(attemptOf, states, func(st *intentState) *[]int32 { return &st.attempts })
 
-	// Join intents into units and groups with two union-finds over the
-	// intents: units by (tenant, key, payload) and by a replayed
-	// acknowledgment, groups by (tenant, key).
+	// Units and groups: two union-finds over the intents. Only a scope
+	// used by several intents joins anything.
 	unitOf, groupOf := newUnionFind(len(states)), newUnionFind(len(states))
-	byKey := make(map[tenantKey]int32, len(states))
-	type keyPayload struct {
-		tk tenantKey
-		fp uint64
+	order, scopeGroups := ix.byScope()
+	for g := range order {
+		idx := scopeGroups[g]
+		s0 := attemptOf[idx[0]]
+		multi := false
+		for _, i := range idx[1:] {
+			if attemptOf[i] != s0 {
+				multi = true
+				break
+			}
+		}
+		if multi {
+			joinScope(h, idx, attemptOf, unitOf, groupOf, p, ct)
+		}
 	}
-	byPayload := make(map[keyPayload]int32, len(states))
-	type keyAnswer struct {
-		tk tenantKey
-		a  answer
+	// Effects that name a known intent go to it; the map of (tenant, key)
+	// is built only when some effect names none.
+	effectOf := make([]int32, len(effects))
+	named := true
+	for i := range effects {
+		effectOf[i] = -1
+		if e := &effects[i]; e.Intent != "" {
+			if s, ok := byID[e.Intent]; ok {
+				effectOf[i] = s
+				continue
+			}
+		}
+		named = false
 	}
-	byAnswer := make(map[keyAnswer]int32)
-	for i := range h.Attempts {
-		a := &h.Attempts[i]
-		s := attemptOf[i]
-		tk := tenantKey{a.Tenant, a.Key}
-		if f, ok := byKey[tk]; ok {
-			groupOf.join(f, s)
-		} else {
-			byKey[tk] = s
-		}
-		if a.Key == "" {
-			continue // without a key, two requests are two executions
-		}
-		kp := keyPayload{tk, ct.same(a)}
-		if f, ok := byPayload[kp]; ok {
-			unitOf.join(f, s)
-		} else {
-			byPayload[kp] = s
-		}
-		if classify(a, p) == succeeded && a.RespLen > 0 {
-			ka := keyAnswer{tk, answerOf(a)}
-			if f, ok := byAnswer[ka]; ok {
-				unitOf.join(f, s)
+	byKey := map[tenantKey]int32(nil)
+	if !named {
+		// Some effect names only its (tenant, key): join every intent that
+		// used one, whatever the endpoint, keyless ones included.
+		byKey = make(map[tenantKey]int32, len(states))
+		for j := range h.Attempts {
+			a := &h.Attempts[j]
+			tk := tenantKey{a.Tenant, a.Key}
+			if f, ok := byKey[tk]; ok {
+				groupOf.join(f, attemptOf[j])
 			} else {
-				byAnswer[ka] = s
+				byKey[tk] = attemptOf[j]
 			}
 		}
 	}
-	// Units and groups are indexed by their representative intent and
-	// allocated from one block each: there are nearly as many as intents.
-	units := make([]*unit, len(states))
-	groups := make([]*group, len(states))
-	unitBlock := make([]unit, 0, len(states))
-	groupBlock := make([]group, 0, len(states))
+
+	// Number the units and groups in order of first intent, then lay their
+	// member lists out in two flat arrays (no allocation per unit).
+	unitNo := make([]int32, len(states)) // unit of each intent
+	groupNo := make([]int32, 0, len(states))
+	rootUnit := make([]int32, len(states)) // unit number of each root + 1
+	rootGroup := make([]int32, len(states))
+	for s := range states {
+		ur := unitOf.find(int32(s))
+		if rootUnit[ur] == 0 {
+			gr := groupOf.find(int32(s))
+			if rootGroup[gr] == 0 {
+				rootGroup[gr] = int32(len(groupNo)) + 1
+			}
+			groupNo = append(groupNo, rootGroup[gr]-1) // the group of unit len(groupNo)
+			rootUnit[ur] = int32(len(groupNo))
+		}
+		unitNo[s] = rootUnit[ur] - 1
+	}
+	nGroups := 0
+	for _, g := range groupNo {
+		nGroups = max(nGroups, int(g)+1)
+	}
+	units := make([]unit, len(groupNo))
+	groups := make([]group, nGroups)
+	intentsFlat := make([]*intentState, len(states))
+	unitsFlat := make([]*unit, len(units))
+	nIntents := make([]int32, len(units)+1)
+	for _, u := range unitNo {
+		nIntents[u+1]++
+	}
+	nUnits := make([]int32, nGroups+1)
+	for _, g := range groupNo {
+		nUnits[g+1]++
+	}
+	for i := 1; i < len(nIntents); i++ {
+		nIntents[i] += nIntents[i-1]
+	}
+	for i := 1; i < len(nUnits); i++ {
+		nUnits[i] += nUnits[i-1]
+	}
+	for u := range units {
+		units[u].intents = intentsFlat[nIntents[u]:nIntents[u]:nIntents[u+1]]
+		units[u].group = &groups[groupNo[u]]
+	}
+	for g := range groups {
+		groups[g].units = unitsFlat[nUnits[g]:nUnits[g]:nUnits[g+1]]
+	}
+	for u := range units {
+		g := &groups[groupNo[u]]
+		g.units = append(g.units, &units[u])
+	}
 	for s := range states {
 		st := &states[s]
-		u := units[unitOf.find(int32(s))]
-		if u == nil {
-			unitBlock = append(unitBlock, unit{})
-			u = &unitBlock[len(unitBlock)-1]
-			units[unitOf.find(int32(s))] = u
-			g := groups[groupOf.find(int32(s))]
-			if g == nil {
-				groupBlock = append(groupBlock, group{})
-				g = &groupBlock[len(groupBlock)-1]
-				groups[groupOf.find(int32(s))] = g
-				at.groups = append(at.groups, g)
-			}
-			g.units = append(g.units, u)
-			u.group = g
-		}
+		u := &units[unitNo[s]]
 		u.intents = append(u.intents, st)
 		st.unit = u
 		if st.acked >= 0 && (u.acked == nil || h.Attempts[st.acked].Complete < h.Attempts[u.acked.acked].Complete) {
@@ -157,29 +200,80 @@ func attribute(h *history.History, effects []history.Effect, p Profile, ct *Cont
 		}
 		u.indet = u.indet || st.anyIndet
 	}
+	at.groups = make([]*group, len(groups))
+	for i := range groups {
+		at.groups[i] = &groups[i]
+	}
 
-	effectOf := make([]int32, len(effects))
 	for i := range effects {
 		e := &effects[i]
-		effectOf[i] = -1
-		if e.Intent != "" {
-			if s, ok := byID[e.Intent]; ok {
-				effectOf[i] = s
-				u := states[s].unit
-				u.exact = append(u.exact, int32(i))
-				continue
-			}
+		if effectOf[i] >= 0 {
+			continue
 		}
 		s, ok := byKey[tenantKey{e.Tenant, e.Key}]
 		if !ok {
 			at.orphans++
 			continue
 		}
-		g := groups[groupOf.find(s)]
+		g := states[s].unit.group
 		g.pool = append(g.pool, int32(i))
 	}
 	spread(effectOf, states, func(st *intentState) *[]int32 { return &st.effects })
+	for u := range units {
+		un := &units[u]
+		if len(un.intents) == 1 {
+			un.exact = un.intents[0].effects
+			continue
+		}
+		for _, st := range un.intents {
+			un.exact = append(un.exact, st.effects...)
+		}
+		slices.Sort(un.exact)
+	}
 	return at
+}
+
+// joinScope joins the intents of one scope used by several: all into one
+// group, and into one unit those with the same payload or the same
+// acknowledgment (a replay). Scopes with many intents are rare and small.
+func joinScope(h *history.History, idx []int32, attemptOf []int32, unitOf, groupOf unionFind, p Profile, ct *Contract) {
+	type first struct {
+		fp uint64
+		s  int32
+	}
+	var payloads, acks []first
+	var ackAns []answer
+	for _, i := range idx {
+		a, s := &h.Attempts[i], attemptOf[i]
+		groupOf.join(attemptOf[idx[0]], s)
+		fp := ct.same(a)
+		found := false
+		for _, f := range payloads {
+			if f.fp == fp {
+				unitOf.join(f.s, s)
+				found = true
+				break
+			}
+		}
+		if !found {
+			payloads = append(payloads, first{fp, s})
+		}
+		if classify(a, p) != succeeded || a.RespLen == 0 {
+			continue
+		}
+		ans := answerOf(a)
+		found = false
+		for k, x := range ackAns {
+			if x == ans {
+				unitOf.join(acks[k].s, s)
+				found = true
+				break
+			}
+		}
+		if !found {
+			ackAns, acks = append(ackAns, ans), append(acks, first{0, s})
+		}
+	}
 }
 
 // effectsOf returns the effects a group's only unit produced: the exact

@@ -90,3 +90,22 @@ func TestExactlyOnce_EffectsNotReadNeverLost(t *testing.T) {
 		}
 	}
 }
+
+// An effect whose kind says nothing is counted without it: "2 effects",
+// never "2 effect effects".
+func TestExactlyOnce_EffectWording(t *testing.T) {
+	t.Parallel()
+	h := loadString(t, `{"type":"meta","v":1,"effects_recorded":true}
+{"type":"invoke","op":1,"intent":"i1","tenant":"t1","key":"k","ns":1,"req":{"method":"POST","path":"/o","body":"a"}}
+{"type":"ok","op":1,"ns":2,"resp":{"status":201,"body":"{}"}}
+{"type":"effect","tenant":"t1","key":"k","effect":"effect 1","ns":9}
+{"type":"effect","tenant":"t1","key":"k","effect":"effect 2","ns":9}
+`)
+	r := checkers.ExactlyOnce().Check(h, h.Effects)
+	if r.Verdict != checkers.Violated {
+		t.Fatalf("got %s", r.Verdict)
+	}
+	if e := r.Violations[0].Explanation; strings.Contains(e, "effect effects") || !strings.Contains(e, "produced 2 effects (effect 1, effect 2)") {
+		t.Errorf("wording: %s", e)
+	}
+}

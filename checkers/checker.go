@@ -121,9 +121,6 @@ type Option func(*config)
 
 type config struct {
 	contract Contract
-	// maxTime bounds the work of the checks that can be quadratic in the
-	// attempts of one key; 0 is no bound (see [WithMaxTime]).
-	maxTime time.Duration
 	// globals, when set, are the facts of the whole history that a part of
 	// it checked alone cannot see ([WithGlobals]).
 	globals *Globals
@@ -164,10 +161,6 @@ func WithRetentionGap(d time.Duration) Option { return func(c *config) { c.contr
 // WithFingerprint sets how "the same payload" is judged: strict,
 // canonical or either (see [Contract.Fingerprint]).
 func WithFingerprint(mode string) Option { return func(c *config) { c.contract.Fingerprint = mode } }
-
-// WithMaxTime bounds the time a check may spend on the keys of one
-// history; keys it did not finish are reported unknown with the reason.
-func WithMaxTime(d time.Duration) Option { return func(c *config) { c.maxTime = d } }
 
 // Names lists the invariants of DESIGN §4 in their canonical order.
 func Names() []string {

@@ -16,7 +16,7 @@ import (
 //
 // The clock for a key starts at its first attempt after the last heal event
 // that precedes its last attempt (or at its first attempt when nothing
-// healed). Attempts a fault was aimed at are not evidence either way. A key
+// healed), or at a later heal that precedes its first definite answer. Attempts a fault was aimed at are not evidence either way. A key
 // whose client stopped asking before the bound ran out cannot be judged;
 // when more than half the keys are like that the verdict is unknown.
 func EventuallyDecided(opts ...Option) Checker { return eventuallyDecided{newConfig(opts)} }
@@ -98,6 +98,17 @@ func (c eventuallyDecided) check(ix *index) Result {
 			if v, bad := c.cached5xx(h, s, idx, evidence, successes, rate); bad {
 				r.Violations = append(r.Violations, v)
 				continue
+			}
+		}
+		if decided >= 0 {
+			// A heal between the first attempt and the decision restarts
+			// the clock: a retry sent while a crashed service was still
+			// coming back, and answered once it was up, was decided after
+			// the faults healed — the downtime is the fault's, not the
+			// service's.
+			if n, _ := slices.BinarySearch(heals, decided+1); n > 0 && heals[n-1] > first {
+				healed = heals[n-1]
+				first = healed
 			}
 		}
 		if decided >= 0 && decided-first <= bound {

@@ -348,12 +348,12 @@ func (c exactlyOnce) duplicateCause(h *history.History, effects []history.Effect
 	if purgedBetween(h, attempts) && maxKind(dup) == 2 {
 		return "the retries after the purge executed again: the idempotency record was purged before the client's retry window ended (retention shorter than the retry window)"
 	}
-	for x := 0; x < len(attempts) && x < 64; x++ {
-		for y := x + 1; y < len(attempts) && y < 64; y++ {
-			if overlaps(&h.Attempts[attempts[x]], &h.Attempts[attempts[y]], h.End) {
-				return "overlapping duplicates both executed: the claim is not atomic (check-then-insert, execute-then-record, or a 'processing' record treated as absent) — claim with a unique-index insert before the business write"
-			}
-		}
+	// Overlapping duplicates both executed only if some run of mutually
+	// overlapping attempts produced more than one effect: with no more
+	// effects than such runs, one execution per run explains them all,
+	// and the later runs came after the earlier had finished.
+	if runs, overlapped := clusters(h, attempts); overlapped && maxKind(dup) > runs {
+		return "overlapping duplicates both executed: the claim is not atomic (check-then-insert, execute-then-record, or a 'processing' record treated as absent) — claim with a unique-index insert before the business write"
 	}
 	if faulted(h, "retention-expiry") || maxGap(h, attempts) >= int64(c.cfg.contract.RetentionGap) {
 		return "a retry after a long gap executed again: the idempotency record was purged before the client's retry window ended (retention shorter than the retry window)"
@@ -361,7 +361,7 @@ func (c exactlyOnce) duplicateCause(h *history.History, effects []history.Effect
 	if faulted(h, "replica-lag") {
 		return "a sequential retry did not see the first execution: the idempotency lookup read a lagging replica instead of the primary"
 	}
-	return "a sequential retry did not see the first execution: the service ignores the key, or the record was not written (or not committed) before the response, or was lost"
+	return "a retry sent after the first execution had finished did not see it: the record had expired (retention shorter than the retry window), or was not written (or not committed) before the response, or the service ignores the key"
 }
 
 // bodyScope groups intents that sent byte-identical requests to one endpoint.
@@ -492,4 +492,34 @@ func maxKind(dup []kindEffects) int {
 		n = max(n, len(d.idx))
 	}
 	return n
+}
+
+// clusters counts the runs of overlapping attempts (attempts sorted by
+// invoke; a run ends where the next attempt starts after every attempt of
+// the run has ended), and says whether any run holds two or more.
+func clusters(h *history.History, attempts []int32) (int, bool) {
+	idx := slices.Clone(attempts)
+	slices.SortFunc(idx, func(x, y int32) int { return cmpInt64(h.Attempts[x].Invoke, h.Attempts[y].Invoke) })
+	n, end, multi := 0, int64(-1), false
+	for _, i := range idx {
+		a := &h.Attempts[i]
+		if n == 0 || a.Invoke >= end {
+			n++
+			end = a.End(h.End)
+			continue
+		}
+		multi = true
+		end = max(end, a.End(h.End))
+	}
+	return n, multi
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

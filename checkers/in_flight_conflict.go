@@ -291,14 +291,17 @@ func definite(a *history.Attempt, p Profile) bool {
 	return a.Outcome == history.OK && (cl == succeeded || cl == rejected)
 }
 
-// span is a time a fault was in force: from its fire to its heal (or the
-// end of the history).
+// span is a time a fault that was not aimed at one attempt was in force:
+// from its fire to its heal (or the end of the history).
 type span struct{ from, to int64 }
 
 func faultSpans(h *history.History) []span {
 	out := []span{}
 	fired := map[string]int64{}
 	for _, f := range h.Faults {
+		if f.Op != 0 || !canFail(f.Kind) {
+			continue // aimed at one attempt (hitByFault sees it by op), or harmless to the service
+		}
 		switch f.Action {
 		case "heal":
 			if t, ok := fired[f.Kind]; ok {
@@ -326,11 +329,24 @@ func hitByFault(h *history.History, b *history.Attempt, active []span) bool {
 		}
 	}
 	for _, f := range h.Faults {
-		if f.Op == b.Op {
+		if f.Op == b.Op && canFail(f.Kind) {
 			return true
 		}
 	}
 	return false
+}
+
+// canFail reports whether a fault of the kind can make the service (or a
+// hop in front of it) answer 5xx. Faults on the client's side of the
+// exchange — a dropped response, extra copies of a request, a slow link, a
+// proxy's 429, a purge — cannot: a 500 under them is the service's own.
+// An unknown kind is assumed able to.
+func canFail(kind string) bool {
+	switch kind {
+	case "response-drop", "double-click", "duplicate-delivery", "latency", "rate-limit", "retention-expiry":
+		return false
+	}
+	return true
 }
 
 // multiKeys returns the (tenant, key) of every scope with two or more

@@ -128,7 +128,7 @@ func (ix *index) byInvoke(x, y int32) int {
 // attribution returns the effects joined to intents under contract ct.
 func (ix *index) attribution(ct *Contract) *attribution {
 	if ix.attr == nil || ix.attrProfile != ct.Profile || ix.attrFP != ct.Fingerprint {
-		ix.attr, ix.attrProfile, ix.attrFP = attribute(ix.h, ix.effects, ct.Profile, ct), ct.Profile, ct.Fingerprint
+		ix.attr, ix.attrProfile, ix.attrFP = attribute(ix, ct.Profile, ct), ct.Profile, ct.Fingerprint
 	}
 	return ix.attr
 }

@@ -21,6 +21,10 @@ type tally struct {
 	left, keys  int // in-flight-conflict: keys the time budget left unchecked, of keys
 	budget      time.Duration
 	looseSeen   bool // reuse-rejected: a key rejected another payload
+	// replay-identical, in a part: the first-hand successes' headers by
+	// endpoint, and the marked replays to judge against all of them.
+	endpoints map[endpoint]*endpointTally
+	stripped  []strippedCandidates
 }
 
 type settleKind uint8
@@ -31,6 +35,7 @@ const (
 	settleDecided
 	settleInFlightKind
 	settleDurable
+	settleReplay
 )
 
 // Globals are the facts of a whole history that a check of one part of it
@@ -94,6 +99,10 @@ func Merge(parts []Result, interrupted string, truncated bool) Result {
 		}
 		v.ifLoose = ""
 	}
+	if r.t.settle == settleReplay {
+		r.Violations = append(r.Violations, mergeStripped(r.Name, parts)...)
+	}
+	r.t.endpoints, r.t.stripped = nil, nil
 	h := &history.History{Interrupted: interrupted, Truncated: truncated}
 	switch r.t.settle {
 	case settleExactly:

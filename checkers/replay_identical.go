@@ -2,6 +2,7 @@ package checkers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/idemchaos/idemchaos/history"
@@ -21,9 +22,13 @@ import (
 //     ever sent with the key.
 //
 // This holds under every status-contract profile.
-func ReplayIdentical(opts ...Option) Checker { return replayIdentical{newConfig(opts)} }
+func ReplayIdentical(opts ...Option) Checker { return replayIdentical{cfg: newConfig(opts)} }
 
-type replayIdentical struct{ cfg config }
+type replayIdentical struct {
+	cfg config
+	// shared reports whether another scope used a key; set per check.
+	shared func(scope) bool
+}
 
 var _ Checker = replayIdentical{}
 
@@ -35,7 +40,16 @@ func (c replayIdentical) Check(h *history.History, effects []history.Effect) Res
 
 func (c replayIdentical) check(ix *index) Result {
 	h := ix.h
+	var byKey map[string][]int
+	c.shared = func(s scope) bool {
+		if byKey == nil {
+			order, _ := ix.byScope()
+			byKey = scopesByKey(order)
+		}
+		return len(byKey[s.key]) > 1
+	}
 	r := Result{Name: c.Name()}
+	r.t.settle = settleReplay
 	order, groups := ix.byScope()
 	ct := &c.cfg.contract
 	// The first success of each payload is the response every replay of
@@ -92,7 +106,162 @@ func (c replayIdentical) check(ix *index) Result {
 			r.Violations = append(r.Violations, *refused)
 		}
 	}
+	r.Violations = append(r.Violations, c.strippedReplays(&r, h, order, groups, r.Violations)...)
 	return finish(r, h, "")
+}
+
+// strippedReplays catches a replay that lacks a header every first-hand
+// success of its endpoint carried, when the first response of its own key
+// never reached the client (so the two cannot be compared): a response the
+// service marks as a replay (Idempotent-Replayed: true) without the
+// Location every 201 it sends has was stored without its headers. At least
+// three first-hand successes must agree, and keys already reported are
+// left alone. A part of a history checked alone ([WithGlobals]) keeps its
+// tallies and candidates in r for [Merge], which judges them together.
+func (c replayIdentical) strippedReplays(r *Result, h *history.History, order []scope, groups [][]int32, found []Violation) []Violation {
+	p := c.cfg.profile()
+	tallies := r.t.endpoints
+	for i := range h.Attempts {
+		a := &h.Attempts[i]
+		if classify(a, p) != succeeded || markedReplay(a) {
+			continue
+		}
+		if tallies == nil {
+			tallies = make(map[endpoint]*endpointTally)
+		}
+		e := endpoint{a.Method, a.Path, a.Status}
+		t := tallies[e]
+		if t == nil {
+			t = &endpointTally{headers: map[string]int{}}
+			tallies[e] = t
+		}
+		t.n++
+		for _, name := range c.cfg.contract.compared(a.RespHeaders) {
+			t.headers[strings.ToLower(name)]++
+		}
+	}
+	partial := c.cfg.globals != nil
+	if partial {
+		r.t.endpoints = tallies
+	}
+	if tallies == nil && !partial {
+		return nil // the candidates of a part are judged by the merge
+	}
+	reported := map[scope]bool{}
+	for _, v := range found {
+		reported[scope{v.Tenant, v.Method, v.Path, v.Key}] = true
+	}
+	var out []Violation
+	for g, s := range order {
+		if reported[s] {
+			continue
+		}
+		var cands []*history.Attempt
+		for _, i := range groups[g] {
+			if b := &h.Attempts[i]; classify(b, p) == succeeded && markedReplay(b) {
+				cands = append(cands, b)
+			}
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		if partial {
+			r.t.stripped = append(r.t.stripped, strippedCandidates{s, cands})
+			continue
+		}
+		if v, bad := strippedReplay(c.Name(), s, cands, tallies); bad {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// endpoint is where first-hand successes are tallied: their headers say
+// what every replay of the endpoint must carry.
+type endpoint struct {
+	method, path string
+	status       int
+}
+
+type endpointTally struct {
+	n       int
+	headers map[string]int
+}
+
+// strippedCandidates are the marked replays of one key not yet reported.
+type strippedCandidates struct {
+	s     scope
+	cands []*history.Attempt
+}
+
+// strippedReplay judges the marked replays of one key against the tallies:
+// the first that lacks a header all first-hand successes carried.
+func strippedReplay(name string, s scope, cands []*history.Attempt, tallies map[endpoint]*endpointTally) (Violation, bool) {
+	for _, b := range cands {
+		t := tallies[endpoint{b.Method, b.Path, b.Status}]
+		if t == nil || t.n < 3 {
+			continue
+		}
+		names := make([]string, 0, len(t.headers))
+		for name := range t.headers {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, hn := range names {
+			if t.headers[hn] < t.n {
+				continue
+			}
+			if _, ok := b.RespHeaders.Get(hn); ok {
+				continue
+			}
+			canon := http1Case(hn)
+			return Violation{
+				Invariant: name, Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: b.Intent, Ops: []int64{b.Op},
+				Explanation: fmt.Sprintf("%s: op %d got a replay (%d, marked replayed) without the %s header that all %d first-hand %d responses of %s %s carried; every replay must repeat the first response with the significant headers it carried.",
+					describeScope(s), b.Op, b.Status, canon, t.n, b.Status, b.Method, b.Path),
+				Cause: "the replay does not restore the headers of the stored response (only status and body were stored), so a client that lost the first answer loses them",
+			}, true
+		}
+	}
+	return Violation{}, false
+}
+
+// mergeStripped judges the candidates of every part against the tallies
+// of all of them.
+func mergeStripped(name string, parts []Result) []Violation {
+	tallies := map[endpoint]*endpointTally{}
+	for _, p := range parts {
+		for e, t := range p.t.endpoints {
+			m := tallies[e]
+			if m == nil {
+				m = &endpointTally{headers: map[string]int{}}
+				tallies[e] = m
+			}
+			m.n += t.n
+			for h, n := range t.headers {
+				m.headers[h] += n
+			}
+		}
+	}
+	var out []Violation
+	for _, p := range parts {
+		for _, c := range p.t.stripped {
+			if v, bad := strippedReplay(name, c.s, c.cands, tallies); bad {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// markedReplay reports a response the service marked as a replay.
+func markedReplay(a *history.Attempt) bool {
+	for _, f := range a.RespHeaders {
+		if strings.HasSuffix(strings.ToLower(f.Name), "replayed") && strings.EqualFold(f.Value, "true") {
+			return true
+		}
+	}
+	return false
 }
 
 // refusedRetry judges the n-th attempt of a scope, an identical retry that
@@ -136,8 +305,8 @@ func (c replayIdentical) refusedRetry(h *history.History, s scope, idx []int32, 
 	}
 	// No success yet: a retry of a request that may have executed, told
 	// that its key was used with another payload although none was sent.
-	if b.Status != p.Reuse || idx[n] == seen || otherPayloadBefore(h, idx, b, ct) {
-		return nil
+	if b.Status != p.Reuse || idx[n] == seen || otherPayloadBefore(h, idx, b, ct) || c.keyShared(s) {
+		return nil // a key another scope used: reuse-rejected judges a global key space
 	}
 	a := &h.Attempts[seen]
 	v.Ops = []int64{a.Op, b.Op}
@@ -240,4 +409,20 @@ func executedTwice(effects []history.Effect, s scope) bool {
 		return false
 	}
 	return duplicatedKeys(effects, map[tenantKey]bool{{s.tenant, s.key}: true})[tenantKey{s.tenant, s.key}] != ""
+}
+
+func (c replayIdentical) keyShared(s scope) bool { return c.shared != nil && c.shared(s) }
+
+// http1Case writes a header name the way HTTP/1.1 servers usually do:
+// "location" → "Location", "x-request-id" → "X-Request-Id".
+func http1Case(name string) string {
+	b := []byte(name)
+	up := true
+	for i, c := range b {
+		if up && c >= 'a' && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+		up = c == '-'
+	}
+	return string(b)
 }

@@ -30,13 +30,18 @@ func (c reuseRejected) check(ix *index) Result {
 	looseKnown, looseSeen := false, false
 	for g, s := range order {
 		idx := groups[g]
-		if !severalPayloads(h, idx, ct) {
+		// A rejection as "reused" before this scope ever sent another
+		// payload: the key was matched against another scope's record.
+		if hasStatus(h, idx, c.cfg.profile().Reuse) {
 			if byKey == nil {
 				byKey = scopesByKey(order)
 			}
 			if v, bad := c.phantomReuse(h, s, idx, order, groups, byKey[s.key], &r.Checked); bad {
 				r.Violations = append(r.Violations, v)
+				continue
 			}
+		}
+		if !severalPayloads(h, idx, ct) {
 			continue
 		}
 		r.Checked++
@@ -118,6 +123,12 @@ func (c reuseRejected) judge(h *history.History, s scope, idx []int32, owner int
 		if a.Status == 429 || a.Status == 425 {
 			return v, false // throttled before anyone looked at the key: says nothing about reuse
 		}
+		if a.Status == 400 {
+			// Bad Request: many services validate the body before they
+			// look the key up, and the other payload may be invalid on its
+			// own ("qty":"5"). It is a rejection and executed nothing.
+			return v, false
+		}
 		if !otherPayloadBefore(h, idx, a, ct) {
 			return v, false // no other payload had claimed the key yet: not a reuse answer
 		}
@@ -161,12 +172,13 @@ func overlapsAny(h *history.History, idx []int32, a *history.Attempt, ct *Contra
 	return false
 }
 
-// phantomReuse catches a key rejected as reused although its scope only
-// ever saw one payload. When another tenant or endpoint had used the same
+// phantomReuse catches a key rejected as reused before its scope had sent
+// any other payload. When another tenant or endpoint had used the same
 // key before, the service matched its record: a global key space. An
 // identical retry rejected so is replay-identical's to report; a first use
 // rejected so, with no other use of the key anywhere, is reported here.
 func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, order []scope, groups [][]int32, same []int, checked *int) (Violation, bool) {
+	ct := &c.cfg.contract
 	if c.cfg.profile().Reuse == 0 {
 		return Violation{}, false
 	}
@@ -175,13 +187,25 @@ func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, or
 		if a.Outcome != history.OK || a.Status != c.cfg.profile().Reuse {
 			continue
 		}
+		if otherPayloadBefore(h, idx, a, ct) {
+			continue // another payload of this scope came first: a fair reuse answer
+		}
+		if ct.Fingerprint != FingerprintCanonical && otherBytesBefore(h, idx, a) {
+			continue // a reformatted body may count as another payload: a fair rejection
+		}
 		*checked++
 		v := Violation{
 			Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: a.Intent, Ops: []int64{a.Op},
 		}
-		if o := otherScopeBefore(h, s, a, order, groups, same); o != nil {
+		o := otherScopeBefore(h, s, a, order, groups, same)
+		if o == nil {
+			// The other scope's first attempt may be recorded a moment
+			// after this answer while it reached the service first.
+			o = otherScopeBefore(h, s, &history.Attempt{Complete: h.End}, order, groups, same)
+		}
+		if o != nil {
 			v.Ops = []int64{o.Op, a.Op}
-			v.Explanation = fmt.Sprintf("%s was rejected with %d as a reused key (op %d), but this tenant and endpoint only ever sent one payload with it; the key had been used by tenant %s on %s %s (op %d), and a key is only reused within its own (tenant, endpoint) scope.",
+			v.Explanation = fmt.Sprintf("%s was rejected with %d as a reused key (op %d), before this tenant and endpoint had sent any other payload with it; tenant %s used the same key on %s %s (op %d), and a key is only reused within its own (tenant, endpoint) scope.",
 				describeScope(s), a.Status, a.Op, o.Tenant, o.Method, o.Path, o.Op)
 			v.Cause = "the key's scope is wider than (tenant, endpoint, key): one global key space, so another tenant's (or endpoint's) record with the same key was found"
 			return v, true
@@ -235,6 +259,35 @@ func reuseRejectedSomewhere(h *history.History, order []scope, groups [][]int32,
 			if a := &h.Attempts[i]; a.Outcome == history.OK && a.Status == p.Reuse && ct.distinct(a) != ct.distinct(&h.Attempts[idx[0]]) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// hasStatus reports an attempt answered with status (0: none can be).
+func hasStatus(h *history.History, idx []int32, status int) bool {
+	if status == 0 {
+		return false
+	}
+	for _, i := range idx {
+		if a := &h.Attempts[i]; a.Outcome == history.OK && a.Status == status {
+			return true
+		}
+	}
+	return false
+}
+
+// otherBytesBefore reports an attempt of the scope with other body bytes
+// sent before a ended.
+func otherBytesBefore(h *history.History, idx []int32, a *history.Attempt) bool {
+	end := a.End(h.End)
+	for _, i := range idx {
+		b := &h.Attempts[i]
+		if b.Invoke >= end {
+			return false
+		}
+		if b.ReqHash != a.ReqHash {
+			return true
 		}
 	}
 	return false

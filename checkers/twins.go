@@ -51,7 +51,7 @@ func TwinQueries(r Result) map[TwinScope]bool {
 // first attempt's body scope is in want, judged as exactly-once judges.
 func ExecutedTwins(h *history.History, effects []history.Effect, want map[TwinScope]bool, opts ...Option) []Twin {
 	cfg := newConfig(opts)
-	at := attribute(h, effects, cfg.profile(), &cfg.contract)
+	at := attribute(newIndex(h, effects), cfg.profile(), &cfg.contract)
 	var out []Twin
 	for _, st := range at.intents {
 		a := &h.Attempts[st.attempts[0]]

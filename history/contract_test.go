@@ -55,6 +55,8 @@ func TestCanonicalHash(t *testing.T) {
 		`{"qty":1,"sku":"A","tags":["x",true,null]}`,
 		" {\n \"sku\" : \"A\", \"qty\":1 ,\"tags\":[\"x\", true, null]}\n",
 		`{"sku":"\u0041","qty":1,"tags":["x",true,null]}`,
+		`{"\u0073ku":"A","qty":1,"tags":["\u0078",true,null]}`,
+		"{\"tags\":[\"x\",true,null],\r\n\"qty\":1,\"sku\":\"A\"}",
 	} {
 		if history.CanonicalHash([]byte(same)) != base {
 			t.Errorf("%s: want the same canonical hash", same)
@@ -66,6 +68,9 @@ func TestCanonicalHash(t *testing.T) {
 		`{"sku":"A","qty":1,"tags":[true,"x",null]}`,
 		`{"sku":"A","qty":1,"tags":["x",true]}`,
 		`{"sku":"A","qty":1.0,"tags":["x",true,null]}`,
+		`{"sku":"A","qty":1,"tags":["x",true,null],"sku":"A"}`,
+		`{"sku":"A","qty":1,"tags":{"0":"x","1":true,"2":null}}`,
+		`{"sku":"A","qty":[1],"tags":["x",true,null]}`,
 	} {
 		if history.CanonicalHash([]byte(other)) == base {
 			t.Errorf("%s: want another canonical hash", other)

@@ -105,8 +105,9 @@ func TestCheck_Contract(t *testing.T) {
 	}{
 		"meta canonical":        {[]string{"check", h + "replay-identical/canonical-reordered-replayed-ok.jsonl"}, 0, "PASS", ""},
 		"flag strict overrides": {[]string{"check", "--fingerprint", "strict", h + "replay-identical/canonical-reordered-replayed-ok.jsonl"}, 1, "contract says strict", ""},
-		"ietf rejects 400":      {[]string{"check", h + "reuse-rejected/stripe-reuse-400-ok.jsonl"}, 1, "the ietf contract says 422", ""},
-		"custom by flags":       {[]string{"check", "--reuse", "400", "--in-flight", "409", "--missing-key", "0", h + "reuse-rejected/stripe-reuse-400-ok.jsonl"}, 0, "PASS", ""},
+		"ietf by default":       {[]string{"check", h + "reuse-rejected/stripe-reuse-422-bad.jsonl"}, 0, "PASS", ""},
+		"stripe by flag":        {[]string{"check", "--profile", "stripe", h + "reuse-rejected/stripe-reuse-422-bad.jsonl"}, 1, "the stripe contract says 400", ""},
+		"custom by flags":       {[]string{"check", "--reuse", "400", "--in-flight", "409", "--missing-key", "0", h + "reuse-rejected/stripe-reuse-422-bad.jsonl"}, 1, "the custom contract says 400", ""},
 		"custom needs codes":    {[]string{"check", "--profile", "custom", h + "reuse-rejected/stripe-reuse-400-ok.jsonl"}, 3, "", "needs --reuse and --in-flight"},
 		"codes need custom":     {[]string{"check", "--profile", "stripe", "--reuse", "400", h + "reuse-rejected/stripe-reuse-400-ok.jsonl"}, 3, "", "use --profile custom"},
 		"bad fingerprint":       {[]string{"check", "--fingerprint", "fuzzy", h + "reuse-rejected/stripe-reuse-400-ok.jsonl"}, 3, "", `fingerprint "fuzzy"`},

@@ -73,7 +73,7 @@ be loopback unless --allow-remote.`,
 	fl.StringVar(&f.historyFile, "history", "", "the history file to write (JSONL)")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow an upstream or listen address that is not loopback")
 	fl.StringVar(&f.tenantHeader, "tenant-header", "", "the request header that names the tenant")
-	fl.StringVarP(&f.scenario, "scenario", "s", "", "read the key header and the tenants' tokens from this scenario")
+	fl.StringVarP(&f.scenario, "scenario", "s", "", "read the key header, where the tenant is (endpoint.tenant, tokens) and the contract from this scenario")
 	fl.StringVar(&f.keyHeader, "key-header", "", "the idempotency-key header (default: the scenario's, else Idempotency-Key)")
 	fl.StringSliceVar(&f.redact, "redact", recorder.DefaultRedact, "headers and body fields written as [redacted]")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long one upstream exchange may take")

@@ -89,6 +89,14 @@ func startOrdersvcProcess(t *testing.T, bin, dsn string, buggy bool) string {
 // stop is called, which returns its exit code and stderr.
 func recording(t *testing.T, upstream, historyFile string, extra ...string) (proxyURL string, stop func() (int, string)) {
 	t.Helper()
+	u, interrupt, wait := recordingParts(t, upstream, historyFile, extra...)
+	return u, func() (int, string) { interrupt(); return wait() }
+}
+
+// recordingParts is recording with the interrupt (Ctrl-C) and the wait for
+// the command's end apart.
+func recordingParts(t *testing.T, upstream, historyFile string, extra ...string) (proxyURL string, interrupt func(), wait func() (int, string)) {
+	t.Helper()
 	pr, pw := io.Pipe()
 	var out bytes.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: pw, LookupEnv: func(string) (string, bool) { return "", false }}
@@ -125,8 +133,7 @@ func recording(t *testing.T, upstream, historyFile string, extra ...string) (pro
 		cancel()
 		t.Fatal("record did not start listening within 30s")
 	}
-	return proxyURL, func() (int, string) {
-		cancel()
+	return proxyURL, cancel, func() (int, string) {
 		c := <-code
 		mu.Lock()
 		defer mu.Unlock()
@@ -277,5 +284,75 @@ func TestRecord_RefusesNonLoopbackAndBadEffects(t *testing.T) {
 	}
 	if _, err := os.Stat(hist); err == nil {
 		t.Error("a refused record created its history file")
+	}
+}
+
+// Ctrl-C while a request is in flight: record stops accepting, lets the
+// request finish and records its answer, then closes the history (exit
+// 130, the path printed) — nothing cut off mid-line.
+func TestRecord_InterruptFinishesRequestsInFlight(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	up := http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"id":1}`)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go up.Serve(ln)
+	defer up.Close()
+	hist := filepath.Join(t.TempDir(), "h.jsonl")
+	proxyURL, interrupt, wait := recordingParts(t, "http://"+ln.Addr().String(), hist, "--tenant-header", "X-Tenant")
+	got := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, proxyURL+"/orders", strings.NewReader(`{}`))
+		req.Header.Set("X-Tenant", "acme")
+		req.Header.Set("Idempotency-Key", "k1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- -1
+			return
+		}
+		resp.Body.Close()
+		got <- resp.StatusCode
+	}()
+	<-arrived
+	interrupt()
+	// Shutting down closes the listener first: once a dial is refused,
+	// the request is in flight during the shutdown (bounded: 10 s).
+	addr := strings.TrimPrefix(proxyURL, "http://")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("record still accepts connections 10s after the interrupt")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	code, stderr := wait()
+	if code != 130 || !strings.Contains(stderr, "history kept: "+hist) {
+		t.Fatalf("exit %d, want 130 with the path\n%s", code, stderr)
+	}
+	if s := <-got; s != http.StatusCreated {
+		t.Errorf("the client got %d, want the upstream's 201", s)
+	}
+	f, err := os.Open(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, err := history.Load(f, history.LoadOptions{})
+	if err != nil || h.Truncated || len(h.Attempts) != 1 {
+		t.Fatalf("history: %v, truncated %v, %d attempts", err, h != nil && h.Truncated, len(h.Attempts))
+	}
+	if a := h.Attempts[0]; a.Tenant != "acme" || a.Key != "k1" || a.Status != http.StatusCreated {
+		t.Errorf("attempt %+v: want tenant acme, key k1, 201", a)
 	}
 }

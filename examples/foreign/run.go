@@ -13,7 +13,6 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -187,7 +186,7 @@ func (e Env) Run(ctx context.Context, c Case, seeds []int64, onSeed func(SeedRes
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}
-	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindExternal, TargetURL: svc.URL, Scenarios: []*scenarios.Scenario{s}})
+	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: harness.EnvExternal, TargetURL: svc.URL, Scenarios: []*scenarios.Scenario{s}})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}

@@ -37,10 +37,11 @@ var rules = map[string]rule{
 	"harness/oracle": {may: []string{"history", "reference"}},
 	"harness/pgtest": {may: []string{"internal/pgcluster", "internal/runenv"}},
 	"harness": {may: append([]string{"checkers", "faults", "harness/driver", "harness/oracle", "history", "reference", "scenarios",
-		"internal/env"}, infra...)},
+		"internal/env", "internal/dockerenv"}, infra...)},
 	"report":             {may: []string{"checkers", "harness", "history"}},
 	"cmd/idemchaos":      {may: []string{"checkers", "harness", "history", "reference", "report", "scenarios", "internal/bench", "internal/scaffold", "internal/recorder", "internal/partcheck"}},
 	"internal/env":       {may: infra},
+	"internal/dockerenv": {may: []string{"internal/pgcluster", "internal/proxy"}},
 	"internal/pgcluster": {may: []string{"internal/runenv"}},
 	"internal/runenv":    {},
 	"internal/proc":      {},
@@ -56,8 +57,10 @@ var rules = map[string]rule{
 	"internal/recorder":  {may: []string{"history", "scenarios"}},
 	"internal/refbench":  {may: []string{"reference"}},
 	"internal/bench": {may: append([]string{"checkers", "harness", "harness/driver", "history", "scenarios", "internal/env",
-		"internal/histgen", "internal/partcheck", "internal/refbench"}, infra...)},
-	"examples/...": {may: []string{"examples/..."}},
+		"internal/histgen", "internal/partcheck", "internal/refbench", "examples/foreign"}, infra...)},
+	// A sample service uses only what a user of the module could: the
+	// public packages, never internal ones.
+	"examples/...": {may: []string{"examples/...", "harness", "harness/pgtest", "checkers", "scenarios", "history"}},
 }
 
 // stdlib says whether an import path is the standard library's: its first

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -176,40 +177,56 @@ func (e *Env) RunContainer(ctx context.Context, spec ContainerSpec) (*Container,
 	opts := &dockertest.RunOptions{Name: e.run + "-" + spec.Name, Repository: repo, Tag: tag, Env: spec.Env,
 		Entrypoint: spec.Entrypoint, Cmd: spec.Cmd, User: spec.User, Networks: []*dockertest.Network{e.network},
 		Labels: e.labels()}
-	hostAddr := ""
-	if spec.Port > 0 {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
+	var (
+		hostAddr  string
+		extraHost map[int]string
+		res       *dockertest.Resource
+		err       error
+	)
+	// A host port is picked free, then bound by the engine: another
+	// process may take it in between. The engine then refuses the start;
+	// the created container is removed and the start retried on new ports.
+	for try := 0; ; try++ {
+		opts.ExposedPorts, opts.PortBindings = nil, nil
+		hostAddr = ""
+		if spec.Port > 0 {
+			port, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			p := dc.Port(strconv.Itoa(spec.Port) + "/tcp")
+			opts.ExposedPorts = []string{string(p)}
+			opts.PortBindings = map[dc.Port][]dc.PortBinding{p: {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(port)}}}
+			hostAddr = "127.0.0.1:" + strconv.Itoa(port)
 		}
-		p := dc.Port(strconv.Itoa(spec.Port) + "/tcp")
-		opts.ExposedPorts = []string{string(p)}
-		opts.PortBindings = map[dc.Port][]dc.PortBinding{p: {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(port)}}}
-		hostAddr = "127.0.0.1:" + strconv.Itoa(port)
+		extraHost = map[int]string{}
+		for _, cp := range spec.extraPorts {
+			port, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			p := dc.Port(strconv.Itoa(cp) + "/tcp")
+			if opts.PortBindings == nil {
+				opts.PortBindings = map[dc.Port][]dc.PortBinding{}
+			}
+			opts.ExposedPorts = append(opts.ExposedPorts, string(p))
+			opts.PortBindings[p] = []dc.PortBinding{{HostIP: "127.0.0.1", HostPort: strconv.Itoa(port)}}
+			extraHost[cp] = "127.0.0.1:" + strconv.Itoa(port)
+		}
+		res, err = e.c.pool.RunWithOptions(opts, func(hc *dc.HostConfig) {
+			hc.PublishAllPorts = false // only what is asked, and only on 127.0.0.1
+			hc.Init = true             // a real init as PID 1: a process's SIGKILL of itself works
+			hc.AutoRemove = false
+			hc.RestartPolicy = dc.RestartPolicy{Name: "no"}
+			if spec.Tmpfs {
+				hc.Tmpfs = map[string]string{"/tmp": "rw,mode=1777"}
+			}
+		})
+		if err == nil || try == 4 || !strings.Contains(err.Error(), "port is already allocated") {
+			break
+		}
+		_ = e.c.pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: opts.Name, Force: true, RemoveVolumes: true})
 	}
-	extraHost := map[int]string{}
-	for _, cp := range spec.extraPorts {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		p := dc.Port(strconv.Itoa(cp) + "/tcp")
-		if opts.PortBindings == nil {
-			opts.PortBindings = map[dc.Port][]dc.PortBinding{}
-		}
-		opts.ExposedPorts = append(opts.ExposedPorts, string(p))
-		opts.PortBindings[p] = []dc.PortBinding{{HostIP: "127.0.0.1", HostPort: strconv.Itoa(port)}}
-		extraHost[cp] = "127.0.0.1:" + strconv.Itoa(port)
-	}
-	res, err := e.c.pool.RunWithOptions(opts, func(hc *dc.HostConfig) {
-		hc.PublishAllPorts = false // only what is asked, and only on 127.0.0.1
-		hc.Init = true             // a real init as PID 1: a process's SIGKILL of itself works
-		hc.AutoRemove = false
-		hc.RestartPolicy = dc.RestartPolicy{Name: "no"}
-		if spec.Tmpfs {
-			hc.Tmpfs = map[string]string{"/tmp": "rw,mode=1777"}
-		}
-	})
 	if err != nil {
 		return nil, fmt.Errorf("start %s (%s): %w", spec.Name, spec.Image, err)
 	}

@@ -183,7 +183,7 @@ func TestRecord_FormBodyRedactionAndTenantFunc(t *testing.T) {
 	defer up.Close()
 	base, events := proxy(t, up.URL, recorder.Options{Redact: []string{"number"}, KeyHeader: "X-Key",
 		Contract: &history.Contract{Profile: "custom", MissingKey: 0, Reuse: 409, InFlight: 425},
-		Tenant: func(r *http.Request, _ []byte) string { return r.Header.Get("X-Account") }})
+		Tenant:   func(r *http.Request, _ []byte) string { return r.Header.Get("X-Account") }})
 	post(t, base, "/c", "amount=100&card[number]=4242", map[string]string{"Content-Type": "application/x-www-form-urlencoded", "X-Account": "acct_9", "X-Key": "k9"})
 	post(t, base, "/c", "amount=100", map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 	ev := events()
