@@ -85,7 +85,7 @@ func (c eventuallyDecided) check(ix *index) Result {
 			continue
 		}
 		r.Checked++
-		if decided < 0 {
+		{
 			if g := c.cfg.globals; g != nil {
 				successes, rate = g.Successes, g.rate()
 			}
@@ -196,12 +196,25 @@ func answersOps(h *history.History, idx []int32, ops []int64) string {
 // otherwise so many are needed that failures at the history's 5xx rate
 // could not plausibly have repeated by chance (see [unlikely]).
 func (c eventuallyDecided) cached5xx(h *history.History, s scope, idx []int32, evidence func(*history.Attempt) bool, successes []int64, rate failureRate) (Violation, bool) {
+	// One payload is judged: the first that got a 5xx. Another payload
+	// under the key (a reformatted probe, a reuse) has answers of its own.
 	var same []int32
 	var want answer
-	marked := false
+	var fp uint64
+	marked, found := false, false
+	ct := &c.cfg.contract
+	for _, i := range idx {
+		if a := &h.Attempts[i]; evidence(a) && a.Outcome == history.OK && a.Status >= 500 {
+			found, fp = true, ct.same(a)
+			break
+		}
+	}
+	if !found {
+		return Violation{}, false
+	}
 	for _, i := range idx {
 		a := &h.Attempts[i]
-		if !evidence(a) {
+		if !evidence(a) || ct.same(a) != fp {
 			continue
 		}
 		if a.Outcome != history.OK || a.Status < 500 {

@@ -98,11 +98,10 @@ func generatePlan(seed int64, tr scenarios.Traffic, rq requestSpec, fs []builtFa
 			} else if i > 0 && coin(tr.Reuse, "reuse") {
 				j := rapid.IntRange(0, i-1).Draw(t, "reuses")
 				in.Tenant, in.Key = p.Intents[j].Tenant, p.Intents[j].Key
-				// The type-only probe goes with an explicit fingerprint: a
-				// typed service may refuse "qty":"1" as invalid (400) rather
-				// than as a reuse, which only a contract that asks for the
-				// probe makes a judged answer.
-				differ(t, &in, p.Intents[j], p.Intents, rq, rq.fingerprint != "" && coin(1.0/3, "retype"), i)
+				// The type-only probe is asked for (traffic.retyped): a typed
+				// service refuses "qty":"1" as invalid (400) before it looks
+				// at the key, which says nothing about its fingerprint.
+				differ(t, &in, p.Intents, rq, coin(tr.Retyped, "retype"), i)
 			} else if i > 0 && len(tenants) > 1 && coin(tr.SharedKeys, "shares-key") {
 				// Another tenant's key and payload: two integrations that
 				// both send "order-1001" for a standard basket.
@@ -222,7 +221,7 @@ func withFaults(p Plan, fs []builtFault) Plan {
 // when retype is drawn and the body has a number, else new values, else
 // (a template nothing in which varies) a wrapped body. A reuse that sent
 // the same bytes would be a retry, and a correct service would replay it.
-func differ(t *rapid.T, in *driver.Intent, reused driver.Intent, prev []driver.Intent, rq requestSpec, retype bool, i int) {
+func differ(t *rapid.T, in *driver.Intent, prev []driver.Intent, rq requestSpec, retype bool, i int) {
 	var earlier [][]byte
 	for _, x := range prev {
 		if x.Key == in.Key && x.Tenant == in.Tenant {
@@ -238,8 +237,18 @@ func differ(t *rapid.T, in *driver.Intent, reused driver.Intent, prev []driver.I
 		}
 		return true
 	}
-	if retype {
-		in.Vars = reused.Vars
+	// A type-only change is made from the key's first use, the payload the
+	// service stored: from a later reuse (refused, never stored) it would
+	// differ in more than a type.
+	var first *driver.Intent
+	for k := range prev {
+		if prev[k].Key == in.Key && prev[k].Tenant == in.Tenant {
+			first = &prev[k]
+			break
+		}
+	}
+	if retype && first != nil && first.Variant == "" {
+		in.Vars = first.Vars
 		for _, v := range []string{driver.VariantRetypedString, driver.VariantRetypedBool} {
 			if in.Variant = v; fresh() {
 				return

@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ endpoint:
   body: '{"tenant":"{{tenant}}","sku":"{{sku}}","qty":{{qty}},"amount":{{amount}}}'
   tenant: {in: body}
 contract: {fingerprint: canonical}
-traffic: {intents: 60, tenants: 3, reuse: 0.3, shared_keys: 0.3, duplicates: 0.4, collisions: 0.1}
+traffic: {intents: 60, tenants: 3, reuse: 0.3, retyped: 0.4, shared_keys: 0.3, duplicates: 0.4, collisions: 0.1}
 effects: {oracle: none}
 `
 
@@ -100,6 +101,11 @@ func TestPlan_ReuseAlwaysDiffersFromEarlierUses(t *testing.T) {
 				if !strings.Contains(string(in.Body), `"qty":"`) && !strings.Contains(string(in.Body), `"qty":true`) {
 					t.Errorf("seed %d %s: %s body has no retyped qty: %s", seed, in.ID, in.Variant, in.Body)
 				}
+				// Only a type differs from what the service stored: the
+				// key's first use (a loose comparison takes them for equal).
+				if a, b := loosely(t, in.Body), loosely(t, firstOf[scope].Body); !reflect.DeepEqual(a, b) {
+					t.Errorf("seed %d %s: %s differs from the key's first use %s in more than a type", seed, in.ID, in.Body, firstOf[scope].Body)
+				}
 			case driver.VariantReserialised:
 				reserialised++
 				var a, b any
@@ -117,16 +123,25 @@ func TestPlan_ReuseAlwaysDiffersFromEarlierUses(t *testing.T) {
 	}
 }
 
-// Without an expected fingerprint, no payload is re-serialised or
-// retyped: there would be no telling what the service must answer.
-func TestPlan_NoFingerprintProbeUnlessExpected(t *testing.T) {
+// Each probe is asked for: without contract.fingerprint no duplicate is
+// re-serialised (there would be no telling what the service must answer),
+// and without traffic.retyped no reuse changes only a type (a typed
+// service refuses "qty":"1" as invalid before it looks at the key).
+func TestPlan_ProbesOnlyWhenAskedFor(t *testing.T) {
 	t.Parallel()
-	s := parseScenario(t, strings.Replace(tenantInBody, "contract: {fingerprint: canonical}\n", "", 1))
-	for seed := int64(1); seed <= 20; seed++ {
-		ps, _ := Plans(s, seed)
-		for _, in := range ps[0].Intents {
-			if in.Variant == driver.VariantReserialised || strings.HasPrefix(in.Variant, "retyped") {
-				t.Fatalf("seed %d %s %s without contract.fingerprint", seed, in.ID, in.Variant)
+	for name, yaml := range map[string]string{
+		"no fingerprint": strings.Replace(tenantInBody, "contract: {fingerprint: canonical}\n", "", 1),
+		"no retyped":     strings.Replace(tenantInBody, "retyped: 0.4, ", "", 1),
+	} {
+		s := parseScenario(t, yaml)
+		for seed := int64(1); seed <= 20; seed++ {
+			ps, _ := Plans(s, seed)
+			for _, in := range ps[0].Intents {
+				re := in.Variant == driver.VariantReserialised
+				ty := strings.HasPrefix(in.Variant, "retyped")
+				if (name == "no fingerprint" && re) || (name == "no retyped" && ty) {
+					t.Fatalf("%s: seed %d %s sent %s", name, seed, in.ID, in.Variant)
+				}
 			}
 		}
 	}
@@ -140,4 +155,24 @@ func TestPlan_SameSeedSamePlan(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Fatal("the same seed gave two plans")
 	}
+}
+
+// loosely decodes a JSON object the way a loose comparison sees it: every
+// value as text, true as 1 and false as 0.
+func loosely(t *testing.T, body []byte) map[string]string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	out := map[string]string{}
+	for k, v := range m {
+		switch x := v.(type) {
+		case bool:
+			out[k] = map[bool]string{true: "1", false: "0"}[x]
+		default:
+			out[k] = fmt.Sprint(x)
+		}
+	}
+	return out
 }

@@ -24,6 +24,27 @@ type Report struct {
 	// Error says why the command failed after its runs (an output file
 	// that could not be written); ExitCode is then 3.
 	Error string `json:"error,omitempty"`
+	// Shard is set by run --shard: which part of the whole this report is.
+	Shard *Shard `json:"shard,omitempty"`
+	// Merged is set by merge: the shard reports it joined.
+	Merged []string `json:"merged,omitempty"`
+}
+
+// Shard says which part of a sharded run a report covers and what the
+// whole was, so that merge can recompute every shard's pairs and tell a
+// missing, doubled or cut-short shard from a complete set.
+type Shard struct {
+	Index int `json:"index"` // 1 to Total
+	Total int `json:"total"`
+	// Scenarios are the scenario names in the order given: with Seeds they
+	// define the pairs, split round-robin (internal/shard).
+	Scenarios []string `json:"scenarios"`
+	// Seeds is the whole run's seed list, ranges folded ("1-400").
+	Seeds  string `json:"seeds"`
+	Mutant string `json:"mutant,omitempty"`
+	// Pairs is how many scenario × seed pairs this shard was given; Runs
+	// lists those it ran.
+	Pairs int `json:"pairs"`
 }
 
 // Run is one scenario run (or one checked history file).

@@ -138,9 +138,8 @@ type Contract struct {
 	// Fingerprint is how the service is expected to compare a retry's
 	// payload with the first request's: strict (bytes) or canonical
 	// (parsed JSON: key order and whitespace do not matter, types do).
-	// When set, some duplicates are re-serialised and some reuses change
-	// only a value's JSON type (a different payload under both) to probe
-	// it; "" sends neither.
+	// When set, some duplicates are re-serialised to probe it; "" sends
+	// none (see also [Traffic.Retyped]).
 	Fingerprint string `yaml:"fingerprint" json:"fingerprint,omitempty"`
 	_           struct{}
 }
@@ -158,9 +157,13 @@ type Traffic struct {
 	Concurrency int           `yaml:"concurrency" json:"concurrency"` // default 8
 	Spread      time.Duration `yaml:"spread" json:"spread"`           // intents start within this window (default 200ms)
 	// Rates, each in [0,1], of intents that are:
-	Duplicates float64 `yaml:"duplicates" json:"duplicates"`   // submitted again later, same key and body
-	Collisions float64 `yaml:"collisions" json:"collisions"`   // a byte-identical body of an earlier intent (a legit second purchase)
-	Reuse      float64 `yaml:"reuse" json:"reuse"`             // an earlier intent's key with a different body
+	Duplicates float64 `yaml:"duplicates" json:"duplicates"` // submitted again later, same key and body
+	Collisions float64 `yaml:"collisions" json:"collisions"` // a byte-identical body of an earlier intent (a legit second purchase)
+	Reuse      float64 `yaml:"reuse" json:"reuse"`           // an earlier intent's key with a different body
+	// Retyped is the rate of reuse intents whose payload differs from the
+	// key's first only in a value's JSON type ("qty":1 → "qty":"1"): for
+	// services that accept both types (a typed one refuses them, 400).
+	Retyped    float64 `yaml:"retyped" json:"retyped,omitempty"`
 	SharedKeys float64 `yaml:"shared_keys" json:"shared_keys"` // the same key as an intent of another tenant
 	// Client is correct (default), key-per-attempt or retry-4xx.
 	Client      string        `yaml:"client" json:"client"`

@@ -30,6 +30,7 @@ func (t *tree) checkSemantics() {
 	t.checkEndpoint()
 	t.checkRequest()
 	t.checkEffectPaths()
+	t.checkRetyped()
 	t.checkTraffic("/traffic", "/traffic")
 	t.checkInvariants()
 	t.checkSteps()

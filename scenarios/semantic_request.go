@@ -3,6 +3,7 @@ package scenarios
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/theory/jsonpath"
@@ -117,4 +118,28 @@ func contentType(t *tree) string {
 		}
 	}
 	return ""
+}
+
+// checkRetyped refuses a type-only rate without reuses to apply it to.
+func (t *tree) checkRetyped() {
+	check := func(p, base string) {
+		if !t.has(p + "/retyped") {
+			return
+		}
+		reuse, ok := t.get(p + "/reuse")
+		if !ok {
+			reuse, _ = t.get(base + "/reuse")
+		}
+		if r, _ := asFloat(reuse); r == 0 {
+			if v, _ := asFloat(valueOr(t.get(p + "/retyped"))); v > 0 {
+				t.errorf(t.posOf(p+"/retyped"), "%s.retyped: applies to reuse intents, and %s.reuse is 0", t.where(p), t.where(p))
+			}
+		}
+	}
+	check("/traffic", "/traffic")
+	list, _ := t.get("/steps")
+	items, _ := list.([]any)
+	for i := range items {
+		check(ptr("/steps", strconv.Itoa(i), "traffic"), "/traffic")
+	}
 }

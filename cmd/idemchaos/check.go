@@ -23,6 +23,7 @@ type checkFlags struct {
 	effects    string
 	partitions int
 	partition  string
+	together   bool
 }
 
 func (m *Main) checkCmd() *cobra.Command {
@@ -55,6 +56,7 @@ verdicts, no violation), 3 a file could not be read or is malformed.`,
 	fl.StringArrayVar(&f.invariants, "invariant", nil, "check only this invariant (repeatable; default: all seven)")
 	f.contract.register(fl, m.env("PROFILE", ""))
 	fl.DurationVar(&f.maxTime, "max-time", 30*time.Second, "time budget per history for the checks that compare the attempts of a key; keys left unchecked are unknown (0: no budget)")
+	fl.BoolVar(&f.together, "together", false, "judge the files as ONE system: histories of several drivers against one service at once (effects read once; times compared only within a file, see the README)")
 	fl.StringVar(&f.effects, "effects", "", "read the effects with this scenario's oracle (sql or http) and add them (for a recording)")
 	fl.IntVar(&f.partitions, "partitions", 0, "split the history by key into N partitions on disk and check them in parallel, in bounded memory (0: automatic, on for files over 512 MiB; 1: in memory)")
 	fl.StringVar(&f.partition, "partition", "", "check only partition I/N of the keys (one machine's share of a huge history)")
@@ -69,6 +71,16 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 	}
 	if _, err := f.contract.apply(checkers.DefaultContract()); err != nil {
 		return usageError(err)
+	}
+	if f.together && (f.partitions > 1 || f.partition != "") {
+		return usageError(fmt.Errorf("--together joins the histories in memory: it does not combine with --partitions or --partition"))
+	}
+	if f.together {
+		run, err := checkTogether(cmd, f, files)
+		if err != nil {
+			return usageError(err)
+		}
+		return m.printCheck(cmd, f, report.New([]report.Run{run}))
 	}
 	var runs []report.Run
 	for _, name := range files {
@@ -108,7 +120,11 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 		run := report.FromCheck(name, h, checker.Check(h, h.Effects))
 		runs = append(runs, run)
 	}
-	rep := report.New(runs)
+	return m.printCheck(cmd, f, report.New(runs))
+}
+
+// printCheck prints check's report and returns its exit.
+func (m *Main) printCheck(cmd *cobra.Command, f checkFlags, rep report.Report) error {
 	out := cmd.OutOrStdout()
 	if f.json {
 		enc := json.NewEncoder(out)

@@ -21,6 +21,9 @@ type outputFlags struct {
 	junit   string
 	history string
 	html    string
+	// dir makes --history a directory even for one run (a shard, whose
+	// siblings write theirs next to it).
+	dir bool
 }
 
 func (o *outputFlags) register(fl *pflag.FlagSet) {
@@ -49,7 +52,7 @@ func (o *outputFlags) check(runs int) error {
 		return nil
 	}
 	err := probeFile(o.history)
-	if runs > 1 {
+	if runs > 1 || o.dir {
 		err = probeDir(o.history)
 	}
 	if err != nil {
@@ -118,7 +121,7 @@ func (o *outputFlags) write(cmd *cobra.Command, rep report.Report, outcomes []*h
 		prunePassed(keep, outcomes)
 	}
 	if o.history != "" {
-		fail("--history", o.history, keepHistories(o.history, outcomes, rep.Runs))
+		fail("--history", o.history, keepHistories(o.history, outcomes, rep.Runs, o.dir))
 	}
 	if o.junit != "" {
 		fail("--junit", o.junit, writeOutput(o.junit, func(w io.Writer) error { return report.WriteJUnit(w, rep) }))
@@ -166,8 +169,8 @@ func writeOutput(path string, write func(io.Writer) error) error {
 
 // keepHistories copies each run's history to where --history asked, and
 // points the report at the copies.
-func keepHistories(dst string, outcomes []*harness.Outcome, runs []report.Run) error {
-	if len(outcomes) == 1 {
+func keepHistories(dst string, outcomes []*harness.Outcome, runs []report.Run, dir bool) error {
+	if len(outcomes) == 1 && !dir {
 		if err := copyFile(outcomes[0].HistoryPath, dst); err != nil {
 			return err
 		}

@@ -27,6 +27,8 @@ type runFlags struct {
 	plan        string
 	reruns      int
 	shrink      bool
+	seeds       string
+	shard       string
 	out         outputFlags
 }
 
@@ -45,6 +47,11 @@ intermittent), then shrunk to a minimal plan. Your own service remembers a run's
 keys and effects, so a run against it is not re-run or shrunk. The report prints
 the seed and the command that replays it.
 
+--seeds 1-400 runs every scenario with every seed; --shard i/N runs only
+shard i of N of those scenario × seed pairs (a CI matrix, a Kubernetes
+Indexed Job: --shard auto reads their variables), and merge joins the
+shards' --json reports into one verdict.
+
 Scenario files may also follow the flags (run -s idemchaos/*.yaml expands to
 several files).
 
@@ -54,7 +61,8 @@ target, failing oracle, missing hook).`,
 		Example: `  idemchaos run -s scenarios/response-drop-replay.yaml
   idemchaos run -s scenarios/double-click-exactly-once.yaml --mutant check-then-insert
   idemchaos run -s my-api.yaml --target http://127.0.0.1:8080 --junit report.xml --report report.html
-  idemchaos run -s scenarios/key-reuse.yaml --seed 42 --json`,
+  idemchaos run -s scenarios/key-reuse.yaml --seed 42 --json
+  idemchaos run -s scenarios/key-reuse.yaml --seeds 1-400 --shard 2/4 --history h/ --json > shard-2.json`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.files = append(f.files, args...)
@@ -75,6 +83,8 @@ target, failing oracle, missing hook).`,
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the generated plans: the same seed replays the same plan")
 	fl.StringVar(&f.mutant, "mutant", "", "run the reference with this mutant (see idemchaos reference mutants)")
 	fl.StringVar(&f.plan, "plan", "", "replay a saved plan (JSON, as written next to a shrunk failure's history)")
+	fl.StringVar(&f.seeds, "seeds", "", "run every scenario with each of these seeds: 1-400, or 1-5,9")
+	fl.StringVar(&f.shard, "shard", m.env("SHARD", ""), "run only shard i/N of the scenario × seed pairs (1-based), or auto: from JOB_COMPLETION_INDEX+IDEMCHAOS_SHARD_TOTAL, CI_NODE_INDEX+CI_NODE_TOTAL, CIRCLE_NODE_*, BUILDKITE_PARALLEL_JOB*; join the --json reports with merge (env IDEMCHAOS_SHARD)")
 	fl.IntVar(&f.reruns, "reruns", 2, "re-runs of a failing plan to classify it reproducible or intermittent")
 	fl.BoolVar(&f.shrink, "shrink", true, "shrink a failing plan to a minimal one")
 	f.out.register(fl)
@@ -107,6 +117,10 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	} else if targetURL, err = harness.TargetURL(ss); err != nil {
 		return usageError(err)
 	}
+	work, err := m.pairsOf(cmd, f, ss)
+	if err != nil {
+		return usageError(err)
+	}
 	var plans map[int]harness.Plan
 	if f.plan != "" {
 		p, err := readPlan(f.plan, ss)
@@ -115,8 +129,19 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		}
 		plans = map[int]harness.Plan{0: p}
 	}
-	if err := f.out.check(len(ss)); err != nil {
+	f.out.dir = f.seeds != "" || work.shard != nil
+	if err := f.out.check(len(work.pairs)); err != nil {
 		return usageError(err)
+	}
+	if len(work.pairs) == 0 {
+		// A shard past the last pair: nothing to start, still a report
+		// that says which shard it was, so the merge finds it.
+		rep := report.New(nil)
+		rep.Shard = work.shard
+		if err := f.out.write(cmd, rep, nil); err != nil {
+			return err
+		}
+		return exitFor(rep)
 	}
 	ctx := cmd.Context()
 	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: kind, TargetURL: targetURL, AllowRemote: f.allowRemote,
@@ -142,9 +167,14 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	var runs []report.Run
 	var outcomes []*harness.Outcome
-	for _, s := range ss {
-		prog.start(s.Name, f.mutant)
-		opts := harness.RunOptions{Seed: f.seed, Mutant: f.mutant, Plans: plans, Invocation: f.invocation()}
+	for _, p := range work.pairs {
+		s := ss[p.Scenario]
+		if f.seeds != "" {
+			prog.start(fmt.Sprintf("%s seed %d", s.Name, p.Seed), f.mutant)
+		} else {
+			prog.start(s.Name, f.mutant)
+		}
+		opts := harness.RunOptions{Seed: p.Seed, Mutant: f.mutant, Plans: plans, Invocation: f.invocation()}
 		o, err := r.Run(ctx, s, opts)
 		prog.done()
 		if err != nil {
@@ -178,6 +208,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		outcomes = append(outcomes, o)
 	}
 	rep := report.New(runs)
+	rep.Shard = work.shard
 	if err := f.out.write(cmd, rep, outcomes); err != nil {
 		return err
 	}

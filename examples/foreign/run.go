@@ -93,8 +93,10 @@ func (c Case) Judge(seed int64, out *harness.Outcome, err error) SeedResult {
 	case slices.Contains(r.Violated, c.Expect):
 		r.Verdict = WrongCause
 		for _, cause := range causes {
-			if strings.Contains(strings.ToLower(cause), c.Cause) {
-				r.Verdict = Caught
+			for _, phrase := range strings.Split(c.Cause, "|") {
+				if strings.Contains(strings.ToLower(cause), phrase) {
+					r.Verdict = Caught
+				}
 			}
 		}
 		if r.Verdict == WrongCause {

@@ -94,6 +94,13 @@ func TestApplyVariant(t *testing.T) {
 			t.Errorf("%q:\n got %s\nwant %s", v, got, want)
 		}
 	}
+	// A boolean stands for 0 or 1 only: another number is left alone.
+	if got := string(driver.ApplyVariant(driver.VariantRetypedBool, []byte(`{"qty":3,"gift":1}`))); got != `{"qty":3,"gift":true}` {
+		t.Errorf("retyped-bool of qty 3 and gift 1: %s", got)
+	}
+	if got := string(driver.ApplyVariant(driver.VariantRetypedBool, []byte(`{"qty":3}`))); got != `{"qty":3}` {
+		t.Errorf("retyped-bool with no 0 or 1: %s", got)
+	}
 	// Not JSON: nothing to re-serialise or retype.
 	if got := string(driver.ApplyVariant(driver.VariantRetypedString, []byte("qty=1"))); got != "qty=1" {
 		t.Errorf("retyped a non-JSON body: %s", got)

@@ -18,8 +18,9 @@ const (
 	// VariantRetypedString turns the first number into a string
 	// ("qty":1 → "qty":"1"): a different payload under every fingerprint.
 	VariantRetypedString = "retyped-string"
-	// VariantRetypedBool turns the first number into a boolean
-	// ("qty":1 → "qty":true): a different payload under every fingerprint.
+	// VariantRetypedBool turns the first number that is 0 or 1 into a
+	// boolean ("qty":1 → "qty":true), the one change a loose comparison
+	// takes for equal: a different payload under every fingerprint.
 	VariantRetypedBool = "retyped-bool"
 	// variantWrappedPrefix + n wraps the body in {"reused_by":n,"was":…}:
 	// the last resort for a reuse when nothing in the body can vary.
@@ -130,11 +131,16 @@ func retype(o *ordered, variant string) bool {
 	case json.Number:
 		if variant == VariantRetypedString {
 			o.v = v.String()
-		} else {
-			f, _ := v.Float64()
-			o.v = f != 0
+			return true
 		}
-		return true
+		// true == 1 and false == 0 only: another number would be a new
+		// value, not a new type.
+		switch f, _ := v.Float64(); f {
+		case 0, 1:
+			o.v = f == 1
+			return true
+		}
+		return false
 	case []member:
 		for i := range v {
 			if retype(&v[i].val, variant) {

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/shard"
+	"github.com/idemchaos/idemchaos/report"
+)
+
+type mergeFlags struct {
+	json      bool
+	junit     string
+	html      string
+	histories string
+}
+
+func (m *Main) mergeCmd() *cobra.Command {
+	var f mergeFlags
+	cmd := &cobra.Command{
+		Use:   "merge SHARD.json...",
+		Short: "Join the JSON reports of a sharded run into one verdict, JUnit and HTML report",
+		Long: `merge reads the JSON reports that run --shard i/N --json wrote, one per shard,
+and writes the report one process running every scenario × seed pair would
+have written: one verdict, one JUnit file, one HTML report, and its exit code.
+
+Every shard must be there exactly once, from the same run (scenarios, seeds,
+mutant, shard count), with every pair it was given: a missing, doubled or
+cut-short shard is an error (exit 3), never a pass.
+
+The HTML report draws a timeline per violating key from the shards'
+histories: each run's history path as the shard wrote it, or the file of
+that name in --histories (where a CI job collected the shards' artifacts).
+
+Exit codes: 0 every expectation held, 1 a violation, 2 inconclusive, 3 a
+report could not be read, or the shards do not make a whole run.`,
+		Example: `  idemchaos run -s scenarios/key-reuse.yaml --seeds 1-400 --shard 2/4 --history h/ --json > shard-2.json
+  idemchaos merge shard-*.json --junit idemchaos.xml --report idemchaos.html --histories h/`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return m.runMerge(cmd, f, args) },
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.json, "json", false, "print the merged JSON report instead of the summary")
+	fl.StringVar(&f.junit, "junit", "", "write the merged JUnit XML report to this file")
+	fl.StringVar(&f.html, "report", "", "write the merged HTML report to this file")
+	fl.StringVar(&f.histories, "histories", "", "directory holding the shards' histories, for the HTML report's timelines")
+	return cmd
+}
+
+func (m *Main) runMerge(cmd *cobra.Command, f mergeFlags, files []string) error {
+	reps := make([]report.Report, len(files))
+	for i, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return usageError(err)
+		}
+		if err := json.Unmarshal(b, &reps[i]); err != nil {
+			return usageError(fmt.Errorf("%s: not a JSON report: %w", name, err))
+		}
+	}
+	rep, err := shard.Merge(reps, files)
+	if err != nil {
+		return usageError(err)
+	}
+	if f.junit != "" {
+		if err := writeOutput(f.junit, func(w io.Writer) error { return report.WriteJUnit(w, rep) }); err != nil {
+			return usageError(fmt.Errorf("--junit %s: %w", f.junit, err))
+		}
+	}
+	if f.html != "" {
+		hs := mergedHistories(rep, f.histories)
+		if err := writeOutput(f.html, func(w io.Writer) error { return report.WriteHTML(w, rep, report.Timelines(rep, hs)) }); err != nil {
+			return usageError(fmt.Errorf("--report %s: %w", f.html, err))
+		}
+	}
+	out := cmd.OutOrStdout()
+	if f.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return usageError(err)
+		}
+	} else {
+		report.WriteText(out, rep)
+		fmt.Fprintf(out, "merged %d shards: %d runs\n", len(files), len(rep.Runs))
+	}
+	return exitFor(rep)
+}
+
+// mergedHistories loads the histories of the runs with a violation (only
+// those get timelines), found where the shard wrote them or by name in
+// dir. One that cannot be found or read leaves its run without timelines:
+// the verdict does not depend on it.
+func mergedHistories(rep report.Report, dir string) map[string]*history.History {
+	hs := map[string]*history.History{}
+	for i, run := range rep.Runs {
+		if run.Verdict != "violation" || run.History == "" {
+			continue
+		}
+		path := run.History
+		if dir != "" {
+			if p := filepath.Join(dir, filepath.Base(run.History)); fileExists(p) {
+				path = p
+			}
+		}
+		contract, err := contractOf(path, contractFlags{})
+		if err != nil {
+			continue
+		}
+		if h, err := loadFile(path, contract.LoadOptions()); err == nil {
+			hs[report.HistoryKey(run, i)] = h
+		}
+	}
+	return hs
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
