@@ -101,7 +101,7 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 			if f.effects != "" {
 				return usageError(fmt.Errorf("--effects reads the effects into memory: it does not combine with a partitioned check"))
 			}
-			run, err := checkPartitioned(name, contract, f, n, only)
+			run, err := checkPartitioned(cmd.Context(), name, contract, f, n, only)
 			if err != nil {
 				return usageError(err)
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -65,12 +66,12 @@ func (f checkFlags) partitioned(name string) (n, only int, err error) {
 const partitionedMemory = 768 << 20
 
 // checkPartitioned checks one history partition by partition.
-func checkPartitioned(name string, contract checkers.Contract, f checkFlags, n, only int) (report.Run, error) {
+func checkPartitioned(ctx context.Context, name string, contract checkers.Contract, f checkFlags, n, only int) (report.Run, error) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(partitionedMemory))
 	}
 	sum, res, err := partcheck.CheckFile(name, partcheck.Options{
-		Partitions: n, Only: only, Contract: contract, Names: f.invariants, MaxTime: f.maxTime,
+		Partitions: n, Only: only, Contract: contract, Names: f.invariants, MaxTime: f.maxTime, Context: ctx,
 	})
 	var le *history.LineError
 	if errors.As(err, &le) {

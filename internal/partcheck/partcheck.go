@@ -14,8 +14,10 @@
 package partcheck
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"slices"
@@ -44,6 +46,23 @@ type Options struct {
 	Names    []string
 	// MaxTime is the time budget of each partition's check (0: none).
 	MaxTime time.Duration
+	// Context, when set, stops the check early (Ctrl-C): the split stops
+	// reading, no further partition is checked, and the partition files
+	// are removed before CheckFile returns its error.
+	Context context.Context
+}
+
+// ctxReader stops a read when its context is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // Summary is what the check tells about the whole history besides the
@@ -86,7 +105,11 @@ func CheckFile(name string, o Options) (*Summary, checkers.Result, error) {
 		return nil, zero, err
 	}
 	defer os.RemoveAll(dir)
-	sp, err := history.SplitFile(f, dir, o.Partitions)
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	sp, err := history.SplitFile(ctxReader{ctx, f}, dir, o.Partitions)
 	if err != nil {
 		return nil, zero, err
 	}
@@ -138,6 +161,10 @@ func CheckFile(name string, o Options) (*Summary, checkers.Result, error) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+					continue
+				}
 				u := units[i]
 				results[i], errs[i] = checkUnit(u.parts, u.ordered, u.names, opts, o, sp)
 			}
@@ -148,6 +175,9 @@ func CheckFile(name string, o Options) (*Summary, checkers.Result, error) {
 	}
 	close(next)
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, zero, err
+	}
 	if err := firstError(sp.Err, errs); err != nil {
 		return nil, zero, err
 	}

@@ -2,6 +2,7 @@ package partcheck
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -258,5 +259,28 @@ func TestPartitionOfNChecksOnlyItsKeys(t *testing.T) {
 	}
 	if _, _, err := CheckFile(name, Options{Partitions: 3, Only: 3, Contract: checkers.DefaultContract()}); err == nil || !strings.Contains(err.Error(), "3/3") {
 		t.Fatalf("partition 3/3: got %v, want an error", err)
+	}
+}
+
+// TestCancelledCheckStopsAndCleansUp: a check cut short (Ctrl-C) returns
+// the context's error and leaves no partition file behind.
+func TestCancelledCheckStopsAndCleansUp(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "g.jsonl")
+	if err := os.WriteFile(name, histgen.Generate(histgen.Default(20000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := t.TempDir()
+	_, _, err := CheckFile(name, Options{Partitions: 4, Only: -1, Dir: dir, Contract: checkers.DefaultContract(), Context: ctx})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Fatalf("partition files left behind: %v", left)
 	}
 }
