@@ -132,8 +132,8 @@ func (c reuseRejected) judge(h *history.History, s scope, idx []int32, owner int
 		if !otherPayloadBefore(h, idx, a, ct) {
 			return v, false // no other payload had claimed the key yet: not a reuse answer
 		}
-		if a.Status == c.cfg.profile().InFlight && overlapsAny(h, idx, a, ct) {
-			return v, false // the first payload was still in flight: 409 is fair
+		if a.Status == c.cfg.profile().InFlight && overlapsAny(h, idx, a) {
+			return v, false // the key was held by an attempt in flight: 409 is fair
 		}
 		v.Ops = []int64{a.Op}
 		v.Explanation = fmt.Sprintf("%s was reused with a different payload (op %d) and rejected with %d; the %s contract says %d.",
@@ -162,10 +162,14 @@ func otherPayloadBefore(h *history.History, idx []int32, a *history.Attempt, ct 
 	return false
 }
 
-func overlapsAny(h *history.History, idx []int32, a *history.Attempt, ct *Contract) bool {
+// overlapsAny reports whether another attempt on the key was in flight
+// while a ran: whatever its payload — a copy of a's own payload that holds
+// the key makes the in-flight status the service's fair answer, since a
+// service may look at the key's state before it compares fingerprints.
+func overlapsAny(h *history.History, idx []int32, a *history.Attempt) bool {
 	for _, i := range idx {
 		b := &h.Attempts[i]
-		if b.Op != a.Op && ct.distinct(b) != ct.distinct(a) && overlaps(a, b, h.End) {
+		if b.Op != a.Op && overlaps(a, b, h.End) {
 			return true
 		}
 	}

@@ -29,6 +29,7 @@ type runFlags struct {
 	shrink      bool
 	seeds       string
 	shard       string
+	contract    contractFlags
 	out         outputFlags
 }
 
@@ -75,6 +76,7 @@ target, failing oracle, missing hook).`,
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "scenario", "s", nil, "scenario file (repeatable)")
 	fl.StringVar(&f.target, "target", m.env("TARGET", ""), "your service's base URL; overrides the scenarios' targets (env IDEMCHAOS_TARGET)")
+	f.contract.register(fl, m.env("PROFILE", ""))
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a target that is not on a loopback address")
 	fl.StringVar(&f.dbAddr, "db-addr", "", "with --target: your service's database host:port, proxied so DB faults work")
 	fl.StringVar(&f.dbListen, "db-listen", "", "with --db-addr: where the database proxy listens (point your service there; default a free port)")
@@ -101,6 +103,9 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	ss, err := loadScenarios(f.files)
 	if err != nil {
+		return usageError(err)
+	}
+	if err := f.contract.override(ss); err != nil {
 		return usageError(err)
 	}
 	targetURL := f.target

@@ -88,10 +88,7 @@ func Cases() []Case {
 // KnownMiss lists the cases idemchaos does not judge right yet, with the
 // reason: their tests expect the wrong verdict and fail when it becomes
 // right (then the entry goes). Empty when the corpus is fully judged.
-var KnownMiss = map[string]string{
-	"shopfront-loose-fingerprint": "caught at about 6 seeds in 10 (seeds 1-10, traffic.retyped 0.8): a plan of 14 " +
-		"intents holds few type-only reuses, and one whose key's first use was lost or not yet stored proves nothing",
-}
+var KnownMiss = map[string]string{}
 
 // Before issue 11's harness changes (requests rendered before the tenant
 // swap, no tenant header or path, no probe, resend without faults, a 1s
