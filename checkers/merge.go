@@ -49,6 +49,9 @@ type Globals struct {
 	// Keys counts the idempotency scopes (tenant, method, path, key) that
 	// carried a key.
 	Keys int
+	// Executed, when set, says whether a (tenant, key) has an effect in
+	// the whole history (tenant-isolation's "each executed").
+	Executed func(tenant, key string) bool
 }
 
 func (g *Globals) rate() failureRate {

@@ -47,6 +47,9 @@ type Split struct {
 	Successes         []int64
 	Answers, Failures int
 	Keys              int
+	// Executed holds [TenantKeyHash] of the (tenant, key) of every effect:
+	// tenant-isolation, judged over partitions by response body, asks it.
+	Executed map[uint64]struct{}
 	// Err is the first malformed line the split itself found (nil for
 	// none): the lines before it are in the partitions, which may hold an
 	// earlier error of their own.
@@ -70,7 +73,7 @@ func SplitFile(r io.Reader, dir string, n int) (*Split, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("split: %d partitions", n)
 	}
-	sp := &splitter{s: &Split{}, n: n, rd: NewReader(r), intents: map[uint64]int32{}, early: map[uint64][]int32{}, scopes: map[uint64]struct{}{}, open: map[int64]openInvoke{}, bigOps: map[int64]int32{}}
+	sp := &splitter{s: &Split{Executed: map[uint64]struct{}{}}, n: n, rd: NewReader(r), intents: map[uint64]int32{}, early: map[uint64][]int32{}, scopes: map[uint64]struct{}{}, open: map[int64]openInvoke{}, bigOps: map[int64]int32{}}
 	sp.union = make([]int, n)
 	for i := range sp.union {
 		sp.union[i] = i
@@ -151,6 +154,7 @@ type fact struct {
 	body     uint64 // hash of a non-empty response body; bodied says there is one
 	bodied   bool
 	errorMsg string // interrupted: why
+	tk       uint64 // effect: TenantKeyHash
 }
 
 // batch is a run of lines read together and parsed by one worker.
@@ -357,6 +361,7 @@ func parseFact(p *fastjson.Parser, f *fact) {
 		}
 	case TypeEffect:
 		f.key = maphash.Bytes(splitSeed, v.GetStringBytes("key"))
+		f.tk = tenantKeyHash(v.GetStringBytes("tenant"), v.GetStringBytes("key"))
 		if in := v.GetStringBytes("intent"); len(in) > 0 {
 			f.intent, f.named = maphash.Bytes(splitSeed, in), true
 		}
@@ -432,6 +437,7 @@ func (sp *splitter) route(f *fact) error {
 		return sp.keys[p].write(line, raw)
 	case TypeEffect:
 		sp.s.EffectsKnown = true
+		sp.s.Executed[f.tk] = struct{}{}
 		p := sp.part(f.key)
 		if f.named {
 			if q, ok := sp.intents[f.intent]; ok {
@@ -564,4 +570,18 @@ func (w *partWriter) close() error {
 		err = errors.Join(err, w.inw.Flush(), w.inf.Close())
 	}
 	return errors.Join(err, w.f.Close(), w.lf.Close())
+}
+
+// TenantKeyHash is the hash [Split.Executed] holds for a (tenant, key).
+func TenantKeyHash(tenant, key string) uint64 {
+	return tenantKeyHash([]byte(tenant), []byte(key))
+}
+
+func tenantKeyHash(tenant, key []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(splitSeed)
+	h.Write(tenant)
+	h.WriteByte(0)
+	h.Write(key)
+	return h.Sum64()
 }

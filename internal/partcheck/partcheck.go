@@ -113,7 +113,11 @@ func CheckFile(name string, o Options) (*Summary, checkers.Result, error) {
 	if err != nil {
 		return nil, zero, err
 	}
-	g := &checkers.Globals{Successes: sp.Successes, Answers: sp.Answers, Failures: sp.Failures, Keys: sp.Keys}
+	g := &checkers.Globals{Successes: sp.Successes, Answers: sp.Answers, Failures: sp.Failures, Keys: sp.Keys,
+		Executed: func(tenant, key string) bool {
+			_, ok := sp.Executed[history.TenantKeyHash(tenant, key)]
+			return ok
+		}}
 	opts := append(o.Contract.Options(), checkers.WithGlobals(g))
 	var keyNames []string
 	bodies := false
