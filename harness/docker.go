@@ -113,7 +113,11 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 	}
 	serve := childSpec{Role: "serve", DSN: proxied, Addr: ":8080", Mutant: mutant, Lease: spec.Lease,
 		Retention: spec.Retention, RetryWindow: spec.RetryWindow, Tokens: byToken, ReplicaDSN: replica, DebugAllow: allow}
-	if replica == "" && (spec.Replica || mutant == "replica-read") {
+	m, err := LookupMutant(mutant)
+	if err != nil {
+		return nil, fmt.Errorf("reference target: %w", err)
+	}
+	if replica == "" && (spec.Replica || m.Standby) {
 		return nil, errors.New("reference target: a replica is needed but the environment has no standby")
 	}
 	t := &target{dsn: dsn, dbProxy: "db-" + db, tokens: tokens, debugURL: map[string]string{}, procs: map[string]faults.Process{}}
