@@ -77,6 +77,11 @@ func (c tenantIsolation) check(ix *index) Result {
 			executed[tenantKey{e.Tenant, e.Key}] = true
 		}
 	}
+	did := func(tk tenantKey) bool { return executed[tk] }
+	if g := c.cfg.globals; g != nil && g.Executed != nil {
+		// A part of a history cut by response body holds no effects.
+		did = func(tk tenantKey) bool { return h.EffectsKnown && g.Executed(tk.tenant, tk.key) }
+	}
 	seen := make(map[tenantKey]bool)
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
@@ -88,7 +93,7 @@ func (c tenantIsolation) check(ix *index) Result {
 		if o.generic || f.Tenant == a.Tenant || seen[tenantKey{a.Tenant, a.Key}] {
 			continue
 		}
-		switch fx, ax := executed[tenantKey{f.Tenant, f.Key}], executed[tenantKey{a.Tenant, a.Key}]; {
+		switch fx, ax := did(tenantKey{f.Tenant, f.Key}), did(tenantKey{a.Tenant, a.Key}); {
 		case fx && ax:
 			continue
 		case ax:
