@@ -55,7 +55,7 @@ that exists (--force overwrites).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.openapi, "openapi", "", "the OpenAPI 3.0/3.1 document (YAML or JSON)")
-	fl.StringVar(&f.out, "out", "idemchaos", "the directory to write the scenarios to")
+	fl.StringVar(&f.out, "out", "idemchaos-scenarios", "the directory to write the scenarios to (not \"idemchaos\": the binary is usually built by that name)")
 	fl.StringVar(&f.keyHeader, "key-header", "Idempotency-Key", "the idempotency-key header to look for (case-insensitive)")
 	fl.StringArrayVar(&f.operations, "operation", nil, `also scaffold this operation: an operationId or "POST /path" (repeatable)`)
 	fl.BoolVar(&f.force, "force", false, "overwrite files that exist")
