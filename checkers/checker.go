@@ -56,6 +56,14 @@ type Violation struct {
 	// Cause names the known pitfall the shape of the violation points to,
 	// when it points to one (see the seed article's symptom → cause table).
 	Cause string
+
+	// ifLoose is the cause to give instead when the whole history shows a
+	// loose payload comparison elsewhere: set only when a part of a history
+	// is checked alone ([WithGlobals]), and settled by [Merge].
+	ifLoose string
+	// twin asks the merge for an executed intent that sent the same body
+	// under another key ([ResolveTwins]); set only like ifLoose.
+	twin *twinQuery
 }
 
 // String returns the explanation followed by the likely cause.
@@ -78,6 +86,10 @@ type Result struct {
 	Checked int
 	// Results holds the parts of a composite result made by [All].
 	Results []Result
+
+	// t keeps the counts behind Reason and Verdict, so that the results of
+	// the parts of a partitioned history can be merged ([Merge]).
+	t tally
 }
 
 // Failures returns the non-passing results of a composite, numbered for
@@ -109,6 +121,9 @@ type Option func(*config)
 
 type config struct {
 	contract Contract
+	// globals, when set, are the facts of the whole history that a part of
+	// it checked alone cannot see ([WithGlobals]).
+	globals *Globals
 }
 
 func newConfig(opts []Option) config {

@@ -26,6 +26,7 @@ func (c durableAck) Check(h *history.History, effects []history.Effect) Result {
 func (c durableAck) check(ix *index) Result {
 	h, effects := ix.h, ix.effects
 	r := Result{Name: c.Name()}
+	r.t.settle = settleDurable
 	var crashes []int64
 	for _, f := range h.Faults {
 		if f.Kind == "crash" && f.Action == "fire" {
@@ -34,17 +35,16 @@ func (c durableAck) check(ix *index) Result {
 	}
 	slices.Sort(crashes)
 	if len(crashes) == 0 {
-		r = finish(r, h, "")
-		if r.Verdict == Pass {
-			r.Reason = "no crash in the history: nothing to check"
-		}
-		return r
+		r.t.noCrash = true
+		return settleDurableAck(r, h)
 	}
 	if h.Meta.EffectsUnread {
-		return finish(r, h, "the producer did not read the system's effects (effects_recorded: false), so what survived the crash cannot be known")
+		r.t.early = "the producer did not read the system's effects (effects_recorded: false), so what survived the crash cannot be known"
+		return finish(r, h, r.t.early)
 	}
 	if !h.EffectsKnown && len(effects) == 0 {
-		return finish(r, h, "the history records no effects, so what survived the crash cannot be known")
+		r.t.early = "the history records no effects, so what survived the crash cannot be known"
+		return finish(r, h, r.t.early)
 	}
 	attr := ix.attribution(&c.cfg.contract)
 	for _, g := range attr.groups {
@@ -98,7 +98,17 @@ func (c durableAck) check(ix *index) Result {
 			r.Violations = append(r.Violations, v)
 		}
 	}
-	return finish(r, h, "")
+	return settleDurableAck(r, h)
+}
+
+// settleDurableAck gives the verdict and reason from the violations and the
+// tally: the end of a check, and of a merge of checked parts.
+func settleDurableAck(r Result, h *history.History) Result {
+	r = finish(r, h, r.t.early)
+	if r.t.noCrash && r.Verdict == Pass {
+		r.Reason = "no crash in the history: nothing to check"
+	}
+	return r
 }
 
 func (c durableAck) lost(h *history.History, u *unit, crash int64) Violation {

@@ -34,6 +34,7 @@ func (c eventuallyDecided) Check(h *history.History, effects []history.Effect) R
 func (c eventuallyDecided) check(ix *index) Result {
 	h := ix.h
 	r := Result{Name: c.Name()}
+	r.t.settle = settleDecided
 	var heals []int64
 	hit := make(map[int64]bool)
 	for _, f := range h.Faults {
@@ -85,6 +86,9 @@ func (c eventuallyDecided) check(ix *index) Result {
 		}
 		r.Checked++
 		{
+			if g := c.cfg.globals; g != nil {
+				successes, rate = g.Successes, g.rate()
+			}
 			if successes == nil {
 				successes = successTimes(h, c.cfg.profile())
 			}
@@ -129,9 +133,17 @@ func (c eventuallyDecided) check(ix *index) Result {
 			r.Violations = append(r.Violations, c.violation(h, s, ops, fmt.Sprintf("was still undecided %s after its first attempt (answers: %s)", time.Duration(lastAsked-first).Round(time.Millisecond), answersOps(h, idx, ops)), healed, stuck))
 		}
 	}
+	r.t.undecidable, r.t.bound = undecidable, c.cfg.contract.DecisionBound
+	return settleEventuallyDecided(r, h)
+}
+
+// settleEventuallyDecided gives the verdict and reason from the violations
+// and the tally: the end of a check, and of a merge of checked parts.
+func settleEventuallyDecided(r Result, h *history.History) Result {
+	undecidable := r.t.undecidable
 	unknown := ""
 	if r.Checked > 0 && len(r.Violations) == 0 && undecidable*2 > r.Checked {
-		unknown = fmt.Sprintf("%d of %d keys stopped retrying before the %s bound without a definite answer, too many to judge", undecidable, r.Checked, c.cfg.contract.DecisionBound)
+		unknown = fmt.Sprintf("%d of %d keys stopped retrying before the %s bound without a definite answer, too many to judge", undecidable, r.Checked, r.t.bound)
 	} else if undecidable > 0 {
 		r.Reason = fmt.Sprintf("%d %s stopped retrying before the bound and %s not judged", undecidable, plural(undecidable, "key", "keys"), plural(undecidable, "was", "were"))
 	}

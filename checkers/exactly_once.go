@@ -28,12 +28,14 @@ func (c exactlyOnce) Check(h *history.History, effects []history.Effect) Result 
 func (c exactlyOnce) check(ix *index) Result {
 	h, effects := ix.h, ix.effects
 	r := Result{Name: c.Name()}
+	r.t.settle = settleExactly
 	unread := h.Meta.EffectsUnread
 	if !h.EffectsKnown && len(effects) == 0 {
 		why := "the history records no effects (no effect events, and the meta event does not set effects_recorded), so nothing can be said about how many times anything executed"
 		if unread {
 			why = "the producer did not read the system's effects (effects_recorded: false), so nothing can be said about how many times anything executed"
 		}
+		r.t.early = why
 		return finish(r, h, why)
 	}
 	at := ix.attribution(&c.cfg.contract)
@@ -51,12 +53,19 @@ func (c exactlyOnce) check(ix *index) Result {
 		}
 		r.Violations = append(r.Violations, c.judgeGroup(h, effects, g, unread, bodies)...)
 	}
+	r.t.orphans, r.t.unread = at.orphans, unread
+	return settleExactlyOnce(r, h)
+}
+
+// settleExactlyOnce gives the verdict and reason from the violations and
+// the tally: the end of a check, and of a merge of checked parts.
+func settleExactlyOnce(r Result, h *history.History) Result {
 	var notes []string
-	if at.orphans > 0 {
-		notes = append(notes, fmt.Sprintf("%s matched no attempt in the history and %s not judged", countOf(at.orphans, ""), plural(at.orphans, "was", "were")))
+	if n := r.t.orphans; n > 0 {
+		notes = append(notes, fmt.Sprintf("%s matched no attempt in the history and %s not judged", countOf(n, ""), plural(n, "was", "were")))
 	}
 	unknown := ""
-	if unread {
+	if r.t.unread {
 		unknown = "the producer did not read all of the system's effects (effects_recorded: false): duplicates were judged, lost effects cannot be"
 		if len(r.Violations) > 0 {
 			notes = append(notes, unknown)
@@ -371,6 +380,10 @@ func indexBodies(h *history.History, at *attribution) map[bodyScope][]*intentSta
 	return m
 }
 
+func twinCause(intent string) string {
+	return fmt.Sprintf("intent %s sent a byte-identical body and did execute: the service deduplicates by request body instead of by key, and swallowed a second legitimate intent", intent)
+}
+
 func (c exactlyOnce) lost(h *history.History, st *intentState, bodies map[bodyScope][]*intentState) Violation {
 	ack := &h.Attempts[st.acked]
 	v := Violation{
@@ -379,10 +392,17 @@ func (c exactlyOnce) lost(h *history.History, st *intentState, bodies map[bodySc
 		Explanation: fmt.Sprintf("%s was acknowledged with %d (op %d) but produced no effect; exactly one was expected.",
 			describeIntent(h, st), ack.Status, ack.Op),
 	}
-	for _, other := range bodies[bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}] {
-		if other.unit != st.unit && other.unit.executed() {
-			v.Cause = fmt.Sprintf("intent %s sent a byte-identical body and did execute: the service deduplicates by request body instead of by key, and swallowed a second legitimate intent", other.id)
-			return v
+	if c.cfg.globals != nil {
+		// A part of a history: the twin may be under a key of another
+		// part, so the merge looks for it ([ResolveTwins]); the cause
+		// below stands when there is none.
+		v.twin = &twinQuery{bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}, st.unit.intents[0].id}
+	} else {
+		for _, other := range bodies[bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}] {
+			if other.unit != st.unit && other.unit.executed() {
+				v.Cause = twinCause(other.id)
+				return v
+			}
 		}
 	}
 	for _, f := range h.Faults {

@@ -32,6 +32,7 @@ func (c inFlightConflict) Check(h *history.History, effects []history.Effect) Re
 func (c inFlightConflict) check(ix *index) Result {
 	h, effects := ix.h, ix.effects
 	r := Result{Name: c.Name()}
+	r.t.settle = settleInFlightKind
 	order, groups := ix.byScope()
 	var dups map[tenantKey]string
 	var active []span // faults in force, built on the first 500
@@ -69,9 +70,16 @@ func (c inFlightConflict) check(ix *index) Result {
 			r.Violations = append(r.Violations, v)
 		}
 	}
+	r.t.left, r.t.keys, r.t.budget = left, len(order), ix.budget
+	return settleInFlight(r, h)
+}
+
+// settleInFlight gives the verdict and reason from the violations and the
+// tally: the end of a check, and of a merge of checked parts.
+func settleInFlight(r Result, h *history.History) Result {
 	unknown := ""
-	if left > 0 {
-		unknown = ix.budgetReason(left, len(order))
+	if left := r.t.left; left > 0 {
+		unknown = budgetReason(r.t.budget, left, r.t.keys)
 		if len(r.Violations) > 0 {
 			r.Reason = unknown
 		}

@@ -150,6 +150,6 @@ func (ix *index) expired() bool {
 }
 
 // budgetReason says that left of n keys went unchecked.
-func (ix *index) budgetReason(left, n int) string {
-	return fmt.Sprintf("the time budget (--max-time %s) ran out: %d of %d keys were not checked", ix.budget, left, n)
+func budgetReason(budget time.Duration, left, n int) string {
+	return fmt.Sprintf("the time budget (--max-time %s) ran out: %d of %d keys were not checked", budget, left, n)
 }

@@ -32,6 +32,9 @@ type intentPlan struct {
 	replays int
 	// effectIntent: the oracle could tell the effect's intent.
 	effectIntent bool
+	// noEffect: the request was never executed for this intent (it was
+	// answered from another tenant's record), so the oracle finds nothing.
+	noEffect bool
 }
 
 // respBody is the response that identifies one execution: its order id is
@@ -111,6 +114,9 @@ func events(plan []intentPlan, respBody func(p intentPlan, nth int) []byte) []hi
 	}
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].NS < evs[j].NS })
 	for i, p := range plan {
+		if p.noEffect {
+			continue
+		}
 		e := history.Event{Type: history.TypeEffect, Tenant: p.tenant, Key: p.key, Effect: "order ord-" + p.id, NS: 10_000*ms + int64(i)}
 		if p.effectIntent {
 			e.Intent = p.id
@@ -241,8 +247,12 @@ func TestProperty_CrossTenantReplayFailsTenantIsolation(t *testing.T) {
 			plan[to].tenant += "-other"
 		}
 		// Global namespace: every answer tenant B got for its key is the
-		// response produced for tenant A. Replacing all of them keeps B's
-		// replays identical to each other, so only tenant-isolation can see it.
+		// response produced for tenant A, and B's request never executed
+		// (the oracle finds no effect for it). Replacing all of B's answers
+		// keeps its replays identical to each other, so replay-identical
+		// stays quiet: tenant-isolation sees the leak, exactly-once the
+		// acknowledged intent without an effect.
+		plan[to].noEffect = true
 		leaked := []byte(plan[from].respBody())
 		evs := events(plan, func(q intentPlan, _ int) []byte {
 			if q.id == plan[to].id {
@@ -250,7 +260,7 @@ func TestProperty_CrossTenantReplayFailsTenantIsolation(t *testing.T) {
 			}
 			return []byte(q.respBody())
 		})
-		assertViolated(t, load(t, evs), []string{"tenant-isolation"})
+		assertViolated(t, load(t, evs), []string{"exactly-once", "tenant-isolation"})
 	})
 }
 

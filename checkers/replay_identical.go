@@ -49,6 +49,7 @@ func (c replayIdentical) check(ix *index) Result {
 		return len(byKey[s.key]) > 1
 	}
 	r := Result{Name: c.Name()}
+	r.t.settle = settleReplay
 	order, groups := ix.byScope()
 	ct := &c.cfg.contract
 	// The first success of each payload is the response every replay of
@@ -105,7 +106,7 @@ func (c replayIdentical) check(ix *index) Result {
 			r.Violations = append(r.Violations, *refused)
 		}
 	}
-	r.Violations = append(r.Violations, c.strippedReplays(h, order, groups, r.Violations)...)
+	r.Violations = append(r.Violations, c.strippedReplays(&r, h, order, groups, r.Violations)...)
 	return finish(r, h, "")
 }
 
@@ -115,30 +116,23 @@ func (c replayIdentical) check(ix *index) Result {
 // service marks as a replay (Idempotent-Replayed: true) without the
 // Location every 201 it sends has was stored without its headers. At least
 // three first-hand successes must agree, and keys already reported are
-// left alone.
-func (c replayIdentical) strippedReplays(h *history.History, order []scope, groups [][]int32, found []Violation) []Violation {
-	type endpoint struct {
-		method, path string
-		status       int
-	}
-	type tally struct {
-		n       int
-		headers map[string]int
-	}
-	var tallies map[endpoint]*tally
+// left alone. A part of a history checked alone ([WithGlobals]) keeps its
+// tallies and candidates in r for [Merge], which judges them together.
+func (c replayIdentical) strippedReplays(r *Result, h *history.History, order []scope, groups [][]int32, found []Violation) []Violation {
 	p := c.cfg.profile()
+	tallies := r.t.endpoints
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
 		if classify(a, p) != succeeded || markedReplay(a) {
 			continue
 		}
 		if tallies == nil {
-			tallies = make(map[endpoint]*tally)
+			tallies = make(map[endpoint]*endpointTally)
 		}
 		e := endpoint{a.Method, a.Path, a.Status}
 		t := tallies[e]
 		if t == nil {
-			t = &tally{headers: map[string]int{}}
+			t = &endpointTally{headers: map[string]int{}}
 			tallies[e] = t
 		}
 		t.n++
@@ -146,8 +140,12 @@ func (c replayIdentical) strippedReplays(h *history.History, order []scope, grou
 			t.headers[strings.ToLower(name)]++
 		}
 	}
-	if tallies == nil {
-		return nil
+	partial := c.cfg.globals != nil
+	if partial {
+		r.t.endpoints = tallies
+	}
+	if tallies == nil && !partial {
+		return nil // the candidates of a part are judged by the merge
 	}
 	reported := map[scope]bool{}
 	for _, v := range found {
@@ -158,36 +156,98 @@ func (c replayIdentical) strippedReplays(h *history.History, order []scope, grou
 		if reported[s] {
 			continue
 		}
-	attempts:
+		var cands []*history.Attempt
 		for _, i := range groups[g] {
-			b := &h.Attempts[i]
-			if classify(b, p) != succeeded || !markedReplay(b) {
+			if b := &h.Attempts[i]; classify(b, p) == succeeded && markedReplay(b) {
+				cands = append(cands, b)
+			}
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		if partial {
+			r.t.stripped = append(r.t.stripped, strippedCandidates{s, cands})
+			continue
+		}
+		if v, bad := strippedReplay(c.Name(), s, cands, tallies); bad {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// endpoint is where first-hand successes are tallied: their headers say
+// what every replay of the endpoint must carry.
+type endpoint struct {
+	method, path string
+	status       int
+}
+
+type endpointTally struct {
+	n       int
+	headers map[string]int
+}
+
+// strippedCandidates are the marked replays of one key not yet reported.
+type strippedCandidates struct {
+	s     scope
+	cands []*history.Attempt
+}
+
+// strippedReplay judges the marked replays of one key against the tallies:
+// the first that lacks a header all first-hand successes carried.
+func strippedReplay(name string, s scope, cands []*history.Attempt, tallies map[endpoint]*endpointTally) (Violation, bool) {
+	for _, b := range cands {
+		t := tallies[endpoint{b.Method, b.Path, b.Status}]
+		if t == nil || t.n < 3 {
+			continue
+		}
+		names := make([]string, 0, len(t.headers))
+		for name := range t.headers {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, hn := range names {
+			if t.headers[hn] < t.n {
 				continue
 			}
-			t := tallies[endpoint{b.Method, b.Path, b.Status}]
-			if t == nil || t.n < 3 {
+			if _, ok := b.RespHeaders.Get(hn); ok {
 				continue
 			}
-			names := make([]string, 0, len(t.headers))
-			for name := range t.headers {
-				names = append(names, name)
+			canon := http1Case(hn)
+			return Violation{
+				Invariant: name, Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: b.Intent, Ops: []int64{b.Op},
+				Explanation: fmt.Sprintf("%s: op %d got a replay (%d, marked replayed) without the %s header that all %d first-hand %d responses of %s %s carried; every replay must repeat the first response with the significant headers it carried.",
+					describeScope(s), b.Op, b.Status, canon, t.n, b.Status, b.Method, b.Path),
+				Cause: "the replay does not restore the headers of the stored response (only status and body were stored), so a client that lost the first answer loses them",
+			}, true
+		}
+	}
+	return Violation{}, false
+}
+
+// mergeStripped judges the candidates of every part against the tallies
+// of all of them.
+func mergeStripped(name string, parts []Result) []Violation {
+	tallies := map[endpoint]*endpointTally{}
+	for _, p := range parts {
+		for e, t := range p.t.endpoints {
+			m := tallies[e]
+			if m == nil {
+				m = &endpointTally{headers: map[string]int{}}
+				tallies[e] = m
 			}
-			slices.Sort(names)
-			for _, name := range names {
-				if t.headers[name] < t.n {
-					continue
-				}
-				if _, ok := b.RespHeaders.Get(name); ok {
-					continue
-				}
-				canon := http1Case(name)
-				out = append(out, Violation{
-					Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: b.Intent, Ops: []int64{b.Op},
-					Explanation: fmt.Sprintf("%s: op %d got a replay (%d, marked replayed) without the %s header that all %d first-hand %d responses of %s %s carried; every replay must repeat the first response with the significant headers it carried.",
-						describeScope(s), b.Op, b.Status, canon, t.n, b.Status, b.Method, b.Path),
-					Cause: "the replay does not restore the headers of the stored response (only status and body were stored), so a client that lost the first answer loses them",
-				})
-				break attempts
+			m.n += t.n
+			for h, n := range t.headers {
+				m.headers[h] += n
+			}
+		}
+	}
+	var out []Violation
+	for _, p := range parts {
+		for _, c := range p.t.stripped {
+			if v, bad := strippedReplay(name, c.s, c.cands, tallies); bad {
+				out = append(out, v)
 			}
 		}
 	}

@@ -68,6 +68,11 @@ func (c reuseRejected) check(ix *index) Result {
 			}
 		}
 	}
+	if c.cfg.globals != nil {
+		// A part of a history tells the merge whether it saw a loose
+		// comparison: the cause of the other parts' violations depends on it.
+		r.t.looseSeen = reuseRejectedSomewhere(h, order, groups, c.cfg.profile(), ct)
+	}
 	return finish(r, h, "")
 }
 
@@ -82,6 +87,8 @@ func severalPayloads(h *history.History, idx []int32, ct *Contract) bool {
 }
 
 // judge checks one attempt whose payload is not the owner's.
+const looseCause = "the payload comparison is too loose: it rejects other payloads, but takes values of another type ('qty':1, 'qty':\"1\", 'qty':true) or fields it does not compare for the same payload"
+
 func (c reuseRejected) judge(h *history.History, s scope, idx []int32, owner int32, a *history.Attempt, looseSeen bool) (Violation, bool) {
 	v := Violation{Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: a.Intent}
 	ct := &c.cfg.contract
@@ -96,9 +103,12 @@ func (c reuseRejected) judge(h *history.History, s scope, idx []int32, owner int
 			case ct.Fingerprint == FingerprintStrict && a.ReqCanon == o.ReqCanon:
 				v.Cause = "the service fingerprints the parsed JSON (key order and spacing ignored), while the contract says strict: set fingerprint: canonical if that is intended"
 			case looseSeen:
-				v.Cause = "the payload comparison is too loose: it rejects other payloads, but takes values of another type ('qty':1, 'qty':\"1\", 'qty':true) or fields it does not compare for the same payload"
+				v.Cause = looseCause
 			default:
 				v.Cause = "the service does not store a request fingerprint with the key (or compares too little of it), so it cannot tell a reused key from a retry"
+				if c.cfg.globals != nil {
+					v.ifLoose = looseCause
+				}
 			}
 		} else {
 			v.Explanation = fmt.Sprintf("%s was reused with a different payload (op %d) and executed it (%d, body %s) after op %d had succeeded with the first payload; it must be rejected with %d.",

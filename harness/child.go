@@ -21,7 +21,7 @@ const childEnv = "IDEMCHAOS_CHILD"
 // childSpec is the JSON in childEnv. It lists the fields the harness sets
 // (the reference's configs carry callbacks, which JSON cannot).
 type childSpec struct {
-	Role string `json:"role"` // "serve" or "consume"
+	Role string `json:"role"` // "serve", "consume" or "pause"
 
 	DSN               string            `json:"dsn"`
 	ReplicaDSN        string            `json:"replica_dsn,omitempty"`
@@ -62,6 +62,11 @@ func runChild(raw string) int {
 		err = reference.Serve(ctx, reference.Config{DSN: spec.DSN, ReplicaDSN: spec.ReplicaDSN, Addr: spec.Addr,
 			Mutant: spec.Mutant, Retention: spec.Retention, MaxRetryWindow: spec.RetryWindow, Lease: spec.Lease,
 			Tokens: spec.Tokens, Failpoints: true, PurgeInterval: time.Hour, DebugAllow: spec.DebugAllow}, os.Stderr)
+	case "pause":
+		// Holds a container's network namespace for the docker env's
+		// service containers, so that a killed service's address refuses
+		// connections at once, as a dead local process's port does.
+		<-ctx.Done()
 	case "consume":
 		err = reference.Consume(ctx, reference.ConsumerConfig{DSN: spec.DSN, Mutant: spec.Mutant, Failpoints: true,
 			DebugAddr: spec.Addr, VisibilityTimeout: spec.VisibilityTimeout, PollInterval: spec.PollInterval, DebugAllow: spec.DebugAllow}, os.Stderr)

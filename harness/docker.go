@@ -36,30 +36,23 @@ func openDocker(ctx context.Context, opts OpenOptions, standby bool) (*DockerEnv
 		return nil, err
 	}
 	im := c.ResolveImages(dockerenv.Images{Postgres: opts.PGImage, Toxiproxy: opts.ToxiproxyImage, Reference: opts.ReferenceImage})
-	if opts.ReferenceImage == "" && needsReference(opts.Scenarios) {
+	// The reference image also runs the pause containers of every target.
+	if opts.ReferenceImage == "" {
 		// The reference image is this binary: build (or find, by hash) it
 		// now so that it always matches the harness that drives it.
 		if im.Reference, err = c.BuildReference(ctx); err != nil {
 			return nil, fmt.Errorf("docker env: %w", err)
 		}
 	}
-	e, err := c.Start(ctx, dockerenv.Config{Images: im, Standby: standby})
+	pause, err := childEnvValue(childSpec{Role: "pause"})
+	if err != nil {
+		return nil, err
+	}
+	e, err := c.Start(ctx, dockerenv.Config{Images: im, Standby: standby, PauseImage: im.Reference, PauseEnv: []string{pause}})
 	if err != nil {
 		return nil, err
 	}
 	return &DockerEnv{env: e, images: im}, nil
-}
-
-func needsReference(ss []*scenarios.Scenario) bool {
-	if len(ss) == 0 {
-		return true
-	}
-	for _, s := range ss {
-		if s.Target.Reference != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // startTarget starts the scenario's system under test in containers.
@@ -120,7 +113,11 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 	}
 	serve := childSpec{Role: "serve", DSN: proxied, Addr: ":8080", Mutant: mutant, Lease: spec.Lease,
 		Retention: spec.Retention, RetryWindow: spec.RetryWindow, Tokens: byToken, ReplicaDSN: replica, DebugAllow: allow}
-	if replica == "" && (spec.Replica || mutant == "replica-read") {
+	m, err := LookupMutant(mutant)
+	if err != nil {
+		return nil, fmt.Errorf("reference target: %w", err)
+	}
+	if replica == "" && (spec.Replica || m.Standby) {
 		return nil, errors.New("reference target: a replica is needed but the environment has no standby")
 	}
 	t := &target{dsn: dsn, dbProxy: "db-" + db, tokens: tokens, debugURL: map[string]string{}, procs: map[string]faults.Process{}}
@@ -141,7 +138,7 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 		return fail(err)
 	}
 	svc, err := d.env.RunContainer(ctx, dockerenv.ContainerSpec{Name: fmt.Sprintf("ref-%d", n), Image: d.images.Reference,
-		Env: []string{kv}, Port: 8080, Ready: dockerenv.HTTPReady("/healthz")})
+		Env: []string{kv}, Port: 8080, Pod: true, Ready: dockerenv.HTTPReady("/healthz")})
 	if svc != nil {
 		started = append(started, svc)
 	}
@@ -149,7 +146,7 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 		return fail(fmt.Errorf("start service: %w", err))
 	}
 	t.serviceURL, t.upstream = "http://"+svc.HostAddr(), svc.NetAddr(8080)
-	t.debugURL["service"], t.procs["service"] = t.serviceURL, svc
+	t.debugURL["service"], t.procs["service"] = t.serviceURL, d.gated(svc, t)
 	if spec.Consumer {
 		consume := childSpec{Role: "consume", DSN: proxied, Addr: ":8081", Mutant: mutant,
 			VisibilityTimeout: spec.VisibilityTimeout, PollInterval: 20 * time.Millisecond, DebugAllow: allow}
@@ -158,7 +155,7 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 			return fail(err)
 		}
 		con, err := d.env.RunContainer(ctx, dockerenv.ContainerSpec{Name: fmt.Sprintf("con-%d", n), Image: d.images.Reference,
-			Env: []string{kv}, Port: 8081, Ready: dockerenv.HTTPReady("/debug/failpoints")})
+			Env: []string{kv}, Port: 8081, Pod: true, Ready: dockerenv.HTTPReady("/debug/failpoints")})
 		if con != nil {
 			started = append(started, con)
 		}
@@ -228,14 +225,14 @@ func (d *DockerEnv) startImage(ctx context.Context, tgt scenarios.Target, tokens
 		}
 		envv = append(envv, dsnEnv+"="+proxied)
 	}
-	c, err := d.env.RunContainer(ctx, dockerenv.ContainerSpec{Name: name, Image: tgt.Image, Env: envv, Port: port,
+	c, err := d.env.RunContainer(ctx, dockerenv.ContainerSpec{Name: name, Image: tgt.Image, Env: envv, Port: port, Pod: true,
 		Ready: dockerenv.AnyHTTPReady})
 	started = c
 	if err != nil {
 		return fail(err)
 	}
 	t.serviceURL, t.upstream = "http://"+c.HostAddr(), c.NetAddr(port)
-	t.procs["service"] = c
+	t.procs["service"] = d.gated(c, t)
 	t.svcProxy = "svc-" + db
 	listen, err := d.env.Proxies().CreateProxy(ctx, t.svcProxy, "", t.upstream)
 	if err != nil {
@@ -243,4 +240,49 @@ func (d *DockerEnv) startImage(ctx context.Context, tgt scenarios.Target, tokens
 	}
 	t.clientURL = "http://" + listen
 	return t, nil
+}
+
+// gatedProcess is a service container whose restart resets every
+// connection through the proxy in front of it until the new process is
+// ready. A container takes a while to come back, and clients must not be
+// served by it before the harness has recorded it back (the heal): a
+// local child is back almost at once, and the same scenarios must judge
+// alike. Meanwhile clients are turned away at once, as a dead local
+// process's port does. (A toxic, not a disabled proxy: disabling waits
+// for the dials in flight to the dead container.)
+type gatedProcess struct {
+	c *dockerenv.Container
+	d *DockerEnv
+	t *target
+}
+
+func (d *DockerEnv) gated(c *dockerenv.Container, t *target) faults.Process {
+	return &gatedProcess{c: c, d: d, t: t}
+}
+
+func (g *gatedProcess) Kill(ctx context.Context) error { return g.c.Kill(ctx) }
+func (g *gatedProcess) Exited() <-chan struct{}        { return g.c.Exited() }
+
+const restartingToxic = "idemchaos-restarting"
+
+func (g *gatedProcess) Restart(ctx context.Context) error {
+	px := g.d.env.Proxies()
+	err := px.AddToxic(ctx, g.t.svcProxy, proxy.Toxic{Name: restartingToxic, Type: "reset_peer", Stream: proxy.Upstream,
+		Attributes: map[string]any{"timeout": 0}})
+	if err != nil {
+		return err
+	}
+	err = g.c.Restart(ctx)
+	return errors.Join(err, px.RemoveToxic(context.WithoutCancel(ctx), g.t.svcProxy, restartingToxic))
+}
+
+// StartReference starts one correct reference target (its database, the
+// service container, its proxies) and returns its stop: what every run
+// adds to the environment's start-up, for measurements.
+func (d *DockerEnv) StartReference(ctx context.Context) (func(context.Context) error, error) {
+	t, err := d.startReference(ctx, scenarios.ReferenceTarget{}, "", map[string]string{"t1": "tok-t1"})
+	if err != nil {
+		return nil, err
+	}
+	return t.close, nil
 }

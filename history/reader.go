@@ -87,15 +87,20 @@ func (r *Reader) nextLine() (raw []byte, complete bool, err error) {
 
 // parse parses one line read by nextLine.
 func (r *Reader) parse(raw []byte, complete bool) (*fastjson.Value, error) {
-	v, perr := r.p.ParseBytes(raw)
+	return parseLine(&r.p, raw, complete, r.line)
+}
+
+// parseLine parses line number line with p: the messages of every reader.
+func parseLine(p *fastjson.Parser, raw []byte, complete bool, line int) (*fastjson.Value, error) {
+	v, perr := p.ParseBytes(raw)
 	if perr != nil {
 		if !complete {
-			return nil, &LineError{Line: r.line, Msg: "truncated: the last line ends without a newline and is not complete JSON", Err: ErrTruncated}
+			return nil, &LineError{Line: line, Msg: "truncated: the last line ends without a newline and is not complete JSON", Err: ErrTruncated}
 		}
 		if d := nesting(raw); d > fastjson.MaxDepth {
-			return nil, &LineError{Line: r.line, Msg: fmt.Sprintf("JSON nested %d levels deep; at most %d are read (an event needs 3)", d, fastjson.MaxDepth), Err: perr}
+			return nil, &LineError{Line: line, Msg: fmt.Sprintf("JSON nested %d levels deep; at most %d are read (an event needs 3)", d, fastjson.MaxDepth), Err: perr}
 		}
-		return nil, &LineError{Line: r.line, Msg: "not valid JSON: " + clip(perr.Error(), maxParseMsg), Err: perr}
+		return nil, &LineError{Line: line, Msg: "not valid JSON: " + clip(perr.Error(), maxParseMsg), Err: perr}
 	}
 	return v, nil
 }

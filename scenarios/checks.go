@@ -9,6 +9,9 @@ import (
 // Profile returns the status-code contract the scenario's checkers judge
 // by: a built-in profile (ietf, stripe) or the custom codes of Contract.
 func (s *Scenario) Profile() (checkers.Profile, error) {
+	if s.ContractOverride != nil {
+		return s.ContractOverride.Profile, nil
+	}
 	switch s.Contract.Profile {
 	case "", defaultProfile:
 		return checkers.DefaultProfile(), nil
@@ -28,6 +31,9 @@ func (s *Scenario) Profile() (checkers.Profile, error) {
 // otherwise). A run writes it into its history, so that a later check
 // judges alike.
 func (s *Scenario) CheckerContract() (checkers.Contract, error) {
+	if s.ContractOverride != nil {
+		return *s.ContractOverride, nil
+	}
 	p, err := s.Profile()
 	if err != nil {
 		return checkers.Contract{}, err

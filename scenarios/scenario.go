@@ -5,6 +5,7 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
+	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/faults"
 )
 
@@ -35,6 +36,11 @@ type Scenario struct {
 	// it expects. A scenario without steps is one step: traffic + faults,
 	// expecting clean (see [Scenario.EffectiveSteps]).
 	Steps []Step `yaml:"steps" json:"steps,omitempty"`
+
+	// ContractOverride, when set, is the contract the run judges by instead
+	// of the one the file describes: `run`'s contract flags set it, so a
+	// run and a later `check` with the same flags judge alike.
+	ContractOverride *checkers.Contract `yaml:"-" json:"-"`
 
 	_ struct{}
 }

@@ -21,6 +21,8 @@ type checkFlags struct {
 	contract   contractFlags
 	maxTime    time.Duration
 	effects    string
+	partitions int
+	partition  string
 	together   bool
 }
 
@@ -56,6 +58,8 @@ verdicts, no violation), 3 a file could not be read or is malformed.`,
 	fl.DurationVar(&f.maxTime, "max-time", 30*time.Second, "time budget per history for the checks that compare the attempts of a key; keys left unchecked are unknown (0: no budget)")
 	fl.BoolVar(&f.together, "together", false, "judge the files as ONE system: histories of several drivers against one service at once (effects read once; times compared only within a file, see the README)")
 	fl.StringVar(&f.effects, "effects", "", "read the effects with this scenario's oracle (sql or http) and add them (for a recording)")
+	fl.IntVar(&f.partitions, "partitions", 0, "split the history by key into N partitions on disk and check them in parallel, in bounded memory (0: automatic, on for files over 512 MiB; 1: in memory)")
+	fl.StringVar(&f.partition, "partition", "", "check only partition I/N of the keys (one machine's share of a huge history)")
 	return cmd
 }
 
@@ -67,6 +71,9 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 	}
 	if _, err := f.contract.apply(checkers.DefaultContract()); err != nil {
 		return usageError(err)
+	}
+	if f.together && (f.partitions > 1 || f.partition != "") {
+		return usageError(fmt.Errorf("--together joins the histories in memory: it does not combine with --partitions or --partition"))
 	}
 	if f.together {
 		run, err := checkTogether(cmd, f, files)
@@ -87,6 +94,19 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 		}
 		if f.maxTime > 0 {
 			checker = checkers.WithDeadline(checker, f.maxTime)
+		}
+		if n, only, err := f.partitioned(name); err != nil {
+			return usageError(err)
+		} else if n > 0 {
+			if f.effects != "" {
+				return usageError(fmt.Errorf("--effects reads the effects into memory: it does not combine with a partitioned check"))
+			}
+			run, err := checkPartitioned(cmd.Context(), name, contract, f, n, only)
+			if err != nil {
+				return usageError(err)
+			}
+			runs = append(runs, run)
+			continue
 		}
 		h, err := loadFile(name, contract.LoadOptions())
 		if err != nil {

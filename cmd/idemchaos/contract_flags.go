@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/idemchaos/idemchaos/checkers"
+	"github.com/idemchaos/idemchaos/scenarios"
 )
 
 // contractFlags are the flags that set the idempotency contract a service
@@ -105,4 +106,36 @@ func trimAll(list []string) []string {
 		}
 	}
 	return out
+}
+
+// override applies the given contract flags to every scenario of a run:
+// each is then judged (and its history's meta written) by the scenario's
+// contract with the flags on top, as `check` with the same flags would
+// judge it. No flag given: the scenarios' own contracts stand.
+func (f *contractFlags) override(ss []*scenarios.Scenario) error {
+	given := false
+	for _, n := range []string{"profile", "missing-key", "reuse", "in-flight", "fingerprint", "headers", "replay-ignore", "decision-bound", "retention-gap"} {
+		given = given || f.changed(n)
+	}
+	if !given && f.profile == "" {
+		return nil
+	}
+	for _, s := range ss {
+		base, err := s.CheckerContract()
+		if err != nil {
+			return err
+		}
+		c, err := f.apply(base)
+		if err != nil {
+			return err
+		}
+		if err := c.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+		s.ContractOverride = &c
+		if f.changed("fingerprint") {
+			s.Contract.Fingerprint = c.Fingerprint // the plan's payload probe follows it too
+		}
+	}
+	return nil
 }

@@ -21,15 +21,18 @@ type runFlags struct {
 	dbAddr      string
 	dbListen    string
 	toxiproxy   string
-	envKind     string
-	seed        int64
-	mutant      string
-	plan        string
-	reruns      int
-	shrink      bool
-	seeds       string
-	shard       string
-	out         outputFlags
+	// pgImage and toxiproxyImage choose the docker environment's images.
+	pgImage, toxiproxyImage string
+	envKind                 string
+	seed                    int64
+	mutant                  string
+	plan                    string
+	reruns                  int
+	shrink                  bool
+	seeds                   string
+	shard                   string
+	contract                contractFlags
+	out                     outputFlags
 }
 
 func (m *Main) runCmd() *cobra.Command {
@@ -75,11 +78,14 @@ target, failing oracle, missing hook).`,
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "scenario", "s", nil, "scenario file (repeatable)")
 	fl.StringVar(&f.target, "target", m.env("TARGET", ""), "your service's base URL; overrides the scenarios' targets (env IDEMCHAOS_TARGET)")
+	f.contract.register(fl, m.env("PROFILE", ""))
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a target that is not on a loopback address")
 	fl.StringVar(&f.dbAddr, "db-addr", "", "with --target: your service's database host:port, proxied so DB faults work")
 	fl.StringVar(&f.dbListen, "db-listen", "", "with --db-addr: where the database proxy listens (point your service there; default a free port)")
 	fl.StringVar(&f.toxiproxy, "toxiproxy", m.env("TOXIPROXY", ""), "drive this toxiproxy-server API instead of the in-process Toxiproxy (env IDEMCHAOS_TOXIPROXY)")
 	fl.StringVar(&f.envKind, "env", m.env("ENV", "auto"), "environment: auto, local, external or docker (env IDEMCHAOS_ENV)")
+	fl.StringVar(&f.pgImage, "pg-image", m.env("PG_IMAGE", ""), "with --env docker: the Postgres image (default postgres:16 if present, else idemchaos/postgres:local; env IDEMCHAOS_PG_IMAGE)")
+	fl.StringVar(&f.toxiproxyImage, "toxiproxy-image", m.env("TOXIPROXY_IMAGE", ""), "with --env docker: the toxiproxy-server image (default ghcr.io/shopify/toxiproxy:2.12.0 if present, else idemchaos/toxiproxy:local; env IDEMCHAOS_TOXIPROXY_IMAGE)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the generated plans: the same seed replays the same plan")
 	fl.StringVar(&f.mutant, "mutant", "", "run the reference with this mutant (see idemchaos reference mutants)")
 	fl.StringVar(&f.plan, "plan", "", "replay a saved plan (JSON, as written next to a shrunk failure's history)")
@@ -101,6 +107,9 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	ss, err := loadScenarios(f.files)
 	if err != nil {
+		return usageError(err)
+	}
+	if err := f.contract.override(ss); err != nil {
 		return usageError(err)
 	}
 	targetURL := f.target
@@ -145,7 +154,8 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	ctx := cmd.Context()
 	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: kind, TargetURL: targetURL, AllowRemote: f.allowRemote,
-		DatabaseAddr: f.dbAddr, DatabaseListen: f.dbListen, ToxiproxyURL: f.toxiproxy, Scenarios: ss, Mutants: []string{f.mutant}})
+		DatabaseAddr: f.dbAddr, DatabaseListen: f.dbListen, ToxiproxyURL: f.toxiproxy, Scenarios: ss, Mutants: []string{f.mutant},
+		PGImage: f.pgImage, ToxiproxyImage: f.toxiproxyImage})
 	if err != nil {
 		return usageError(err)
 	}

@@ -408,7 +408,26 @@ func (r *Report) startupMD(p printer) {
 	p("| primary + streaming standby | %.2f s | %.2f s | %.2f s |", s.PrimaryStandby.Median, s.PrimaryStandby.Min, s.PrimaryStandby.Max)
 	p("| close (either) | %.2f s | %.2f s | %.2f s |", s.Close.Median, s.Close.Min, s.Close.Max)
 	p("")
+	p("The docker environment (`--env docker`) from locally built images (`idemchaos images build`, not timed): a private network, "+
+		"the primary and a streaming standby, a toxiproxy-server container, then one reference target (its database, the service "+
+		"container and its pause container, its proxies). Target: ≤ %.0f s for all of it.", targetDockerStartup)
+	p("")
+	if s.DockerErr != "" {
+		p("Not measured: %s", s.DockerErr)
+		p("")
+		return
+	}
+	p("| docker environment | median | min | max |")
+	p("|---|---|---|---|")
+	p("| primary + standby + toxiproxy-server | %.2f s | %.2f s | %.2f s |", s.DockerEnv.Median, s.DockerEnv.Min, s.DockerEnv.Max)
+	p("| + one reference target | %.2f s | %.2f s | %.2f s |", s.DockerRef.Median, s.DockerRef.Min, s.DockerRef.Max)
+	p("| **all of it** | %.2f s | %.2f s | %.2f s |", s.Docker.Median, s.Docker.Min, s.Docker.Max)
+	p("| close | %.2f s | %.2f s | %.2f s |", s.DockerClose.Median, s.DockerClose.Min, s.DockerClose.Max)
+	p("")
 }
+
+// targetDockerStartup is the docker environment's start-up target (s).
+const targetDockerStartup = 5.0
 
 func (r *Report) demoMD(p printer) {
 	d := r.Demo

@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/internal/dockerenv"
 	"github.com/idemchaos/idemchaos/internal/env"
 )
 
@@ -19,6 +21,12 @@ type StartupResult struct {
 	Primary, PrimaryStandby Summary
 	// Close is the teardown of either (stop, remove the directories).
 	Close Summary
+	// Docker is the docker environment from locally built images: primary
+	// + streaming standby + toxiproxy-server + one reference target
+	// (DockerEnv alone, DockerRef the reference on top), and its close.
+	// DockerErr says why it was not measured.
+	Docker, DockerEnv, DockerRef, DockerClose Summary
+	DockerErr                                 string
 }
 
 func (b *bench) startup(ctx context.Context) error {
@@ -47,6 +55,49 @@ func (b *bench) startup(ctx context.Context) error {
 		}
 		res.Runs = i + 1
 		res.Primary, res.PrimaryStandby, res.Close = Summarize(prim), Summarize(both), Summarize(closes)
+	}
+	if err := b.dockerStartup(ctx, res); err != nil {
+		res.DockerErr = err.Error()
+		b.logf("startup docker: %v", err)
+	}
+	return nil
+}
+
+// dockerStartup measures the docker environment's start-up from images
+// built (or found by content hash) beforehand, which is not timed.
+func (b *bench) dockerStartup(ctx context.Context, res *StartupResult) error {
+	c, err := dockerenv.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	im, err := c.BuildImages(ctx, dockerenv.BuildOptions{})
+	if err != nil {
+		return err
+	}
+	var total, envs, refs, closes []float64
+	for i := range b.opts.StartupRepeats {
+		start := time.Now()
+		r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindDocker, Standby: true,
+			PGImage: im.Postgres, ToxiproxyImage: im.Toxiproxy, ReferenceImage: im.Reference})
+		if err != nil {
+			return err
+		}
+		opened := time.Since(start)
+		stop, err := r.Docker.StartReference(ctx)
+		if err != nil {
+			_ = closeEnv(context.WithoutCancel(ctx))
+			return err
+		}
+		all := time.Since(start)
+		start = time.Now()
+		err = errors.Join(stop(context.WithoutCancel(ctx)), closeEnv(context.WithoutCancel(ctx)))
+		if err != nil {
+			return err
+		}
+		closes = append(closes, time.Since(start).Seconds())
+		total, envs, refs = append(total, all.Seconds()), append(envs, opened.Seconds()), append(refs, (all-opened).Seconds())
+		b.logf("startup docker %d/%d: open %s, reference %s", i+1, b.opts.StartupRepeats, opened.Round(time.Millisecond), (all - opened).Round(time.Millisecond))
+		res.Docker, res.DockerEnv, res.DockerRef, res.DockerClose = Summarize(total), Summarize(envs), Summarize(refs), Summarize(closes)
 	}
 	return nil
 }

@@ -33,6 +33,11 @@ type ContainerSpec struct {
 	Ready func(ctx context.Context, c *Container) error
 	// ReadyTimeout bounds Ready (default 30s).
 	ReadyTimeout time.Duration
+	// Pod runs the container in the network namespace of a pause
+	// container (see [Config.Pause]) that owns its address and ports: when
+	// the container is killed its port refuses connections at once, and a
+	// restart comes back at the same address.
+	Pod bool
 	// extraPorts are more container ports published on 127.0.0.1.
 	extraPorts []int
 	_          struct{}
@@ -48,6 +53,9 @@ type Container struct {
 	// extraHost maps each of spec.extraPorts to its 127.0.0.1:port.
 	extraHost map[int]string
 
+	// pause holds the network namespace of a [ContainerSpec.Pod].
+	pause *Container
+
 	mu     sync.Mutex
 	exited chan struct{}
 }
@@ -57,7 +65,12 @@ func (c *Container) ID() string { return c.res.Container.ID }
 
 // Name is the container's name, which is also its host name on the
 // environment's network.
-func (c *Container) Name() string { return strings.TrimPrefix(c.res.Container.Name, "/") }
+func (c *Container) Name() string {
+	if c.pause != nil {
+		return c.pause.Name()
+	}
+	return strings.TrimPrefix(c.res.Container.Name, "/")
+}
 
 // NetAddr is host:port on the environment's network.
 func (c *Container) NetAddr(port int) string { return net.JoinHostPort(c.Name(), strconv.Itoa(port)) }
@@ -140,12 +153,16 @@ func (c *Container) Restart(ctx context.Context) error {
 	return c.waitReady(ctx)
 }
 
-// Stop removes the container (and its anonymous volumes).
+// Stop removes the container (and its anonymous volumes, and its pause
+// container).
 func (c *Container) Stop(ctx context.Context) error {
 	err := c.env.c.pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: c.ID(), Force: true, RemoveVolumes: true, Context: ctx})
 	var missing *dc.NoSuchContainer
 	if err != nil && !errors.As(err, &missing) {
 		return fmt.Errorf("remove %s: %w", c.Name(), err)
+	}
+	if c.pause != nil {
+		return c.pause.Stop(ctx)
 	}
 	return nil
 }

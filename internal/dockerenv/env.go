@@ -28,15 +28,20 @@ type Config struct {
 	// Standby also starts a streaming standby of the primary.
 	Standby bool
 	// ProxyPorts is how many proxy ports the Toxiproxy container publishes
-	// on 127.0.0.1 (default 16): every proxy the harness reaches from the
-	// host takes one.
+	// on 127.0.0.1 (default 32): every proxy the harness reaches from the
+	// host takes one; more at once wait for one to be freed.
 	ProxyPorts int
+	// PauseImage and PauseEnv run the pause container of every
+	// [ContainerSpec.Pod]: a process that idles until stopped.
+	PauseImage string
+	PauseEnv   []string
 	_          struct{}
 }
 
 // Env is a started docker environment.
 type Env struct {
 	c       *Client
+	cfg     Config
 	run     string
 	owner   string
 	network *dockertest.Network
@@ -75,11 +80,11 @@ func postgresArgs() string {
 // everything already started is removed.
 func (c *Client) Start(ctx context.Context, cfg Config) (*Env, error) {
 	if cfg.ProxyPorts <= 0 {
-		cfg.ProxyPorts = 16
+		cfg.ProxyPorts = 32
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	e := &Env{c: c, run: "idemchaos-" + hex.EncodeToString(b[:]), owner: ownerLabel()}
+	e := &Env{c: c, cfg: cfg, run: "idemchaos-" + hex.EncodeToString(b[:]), owner: ownerLabel()}
 	nw, err := c.pool.CreateNetwork(e.run, func(o *dc.CreateNetworkOptions) {
 		o.Labels = e.labels()
 		o.Context = ctx
@@ -173,64 +178,69 @@ func (e *Env) RunContainer(ctx context.Context, spec ContainerSpec) (*Container,
 	if err := e.c.EnsureImage(spec.Image); err != nil {
 		return nil, err
 	}
+	var pause *Container
+	if spec.Pod {
+		if e.cfg.PauseImage == "" {
+			return nil, errors.New("docker env: a pod needs Config.PauseImage")
+		}
+		var err error
+		pause, err = e.RunContainer(ctx, ContainerSpec{Name: spec.Name + "-net", Image: e.cfg.PauseImage, Env: e.cfg.PauseEnv, Port: spec.Port})
+		if err != nil {
+			return pause, err
+		}
+		spec.Port = 0
+	}
 	repo, tag := splitImage(spec.Image)
 	opts := &dockertest.RunOptions{Name: e.run + "-" + spec.Name, Repository: repo, Tag: tag, Env: spec.Env,
 		Entrypoint: spec.Entrypoint, Cmd: spec.Cmd, User: spec.User, Networks: []*dockertest.Network{e.network},
 		Labels: e.labels()}
+	if pause != nil {
+		opts.Networks = nil
+	}
 	var (
-		hostAddr  string
-		extraHost map[int]string
 		res       *dockertest.Resource
 		err       error
+		hostAddr  string
+		extraHost map[int]string
 	)
-	// A host port is picked free, then bound by the engine: another
-	// process may take it in between. The engine then refuses the start;
-	// the created container is removed and the start retried on new ports.
-	for try := 0; ; try++ {
-		opts.ExposedPorts, opts.PortBindings = nil, nil
-		hostAddr = ""
-		if spec.Port > 0 {
-			port, err := freePort()
-			if err != nil {
-				return nil, err
-			}
-			p := dc.Port(strconv.Itoa(spec.Port) + "/tcp")
-			opts.ExposedPorts = []string{string(p)}
-			opts.PortBindings = map[dc.Port][]dc.PortBinding{p: {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(port)}}}
-			hostAddr = "127.0.0.1:" + strconv.Itoa(port)
-		}
-		extraHost = map[int]string{}
-		for _, cp := range spec.extraPorts {
-			port, err := freePort()
-			if err != nil {
-				return nil, err
-			}
-			p := dc.Port(strconv.Itoa(cp) + "/tcp")
-			if opts.PortBindings == nil {
-				opts.PortBindings = map[dc.Port][]dc.PortBinding{}
-			}
-			opts.ExposedPorts = append(opts.ExposedPorts, string(p))
-			opts.PortBindings[p] = []dc.PortBinding{{HostIP: "127.0.0.1", HostPort: strconv.Itoa(port)}}
-			extraHost[cp] = "127.0.0.1:" + strconv.Itoa(port)
+	// Host ports are chosen here (a restart must keep them) and may be
+	// taken by someone else before the daemon binds them: try again.
+	for range 4 {
+		hostAddr, extraHost, err = bindPorts(opts, spec)
+		if err != nil {
+			return nil, err
 		}
 		res, err = e.c.pool.RunWithOptions(opts, func(hc *dc.HostConfig) {
 			hc.PublishAllPorts = false // only what is asked, and only on 127.0.0.1
 			hc.Init = true             // a real init as PID 1: a process's SIGKILL of itself works
 			hc.AutoRemove = false
 			hc.RestartPolicy = dc.RestartPolicy{Name: "no"}
+			if pause != nil {
+				hc.NetworkMode = "container:" + pause.ID()
+			}
 			if spec.Tmpfs {
 				hc.Tmpfs = map[string]string{"/tmp": "rw,mode=1777"}
 			}
 		})
-		if err == nil || try == 4 || !strings.Contains(err.Error(), "port is already allocated") {
+		if err == nil {
 			break
 		}
-		_ = e.c.pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: opts.Name, Force: true, RemoveVolumes: true})
+		// A container created but not started stays behind: remove it.
+		_ = e.c.pool.RemoveContainerByName(opts.Name)
+		if !strings.Contains(err.Error(), "port is already allocated") && !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
 	}
 	if err != nil {
+		if pause != nil {
+			_ = pause.Stop(context.WithoutCancel(ctx))
+		}
 		return nil, fmt.Errorf("start %s (%s): %w", spec.Name, spec.Image, err)
 	}
-	c := &Container{env: e, spec: spec, res: res, hostAddr: hostAddr, extraHost: extraHost}
+	c := &Container{env: e, spec: spec, res: res, hostAddr: hostAddr, extraHost: extraHost, pause: pause}
+	if pause != nil {
+		c.hostAddr = pause.hostAddr
+	}
 	e.mu.Lock()
 	e.containers = append(e.containers, c)
 	e.mu.Unlock()
@@ -401,4 +411,31 @@ func (e *Env) Close(ctx context.Context) error {
 		errs = append(errs, ignoreMissingNetwork(e.c.pool.Client.RemoveNetwork(e.network.Network.ID)))
 	}
 	return errors.Join(errs...)
+}
+
+// bindPorts sets opts' published ports to free 127.0.0.1 ports and returns
+// the main port's address and the extra ports' addresses.
+func bindPorts(opts *dockertest.RunOptions, spec ContainerSpec) (string, map[int]string, error) {
+	opts.ExposedPorts, opts.PortBindings = nil, map[dc.Port][]dc.PortBinding{}
+	hostAddr, extraHost := "", map[int]string{}
+	ports := spec.extraPorts
+	if spec.Port > 0 {
+		ports = append([]int{spec.Port}, ports...)
+	}
+	for i, cp := range ports {
+		port, err := freePort()
+		if err != nil {
+			return "", nil, err
+		}
+		p := dc.Port(strconv.Itoa(cp) + "/tcp")
+		opts.ExposedPorts = append(opts.ExposedPorts, string(p))
+		opts.PortBindings[p] = []dc.PortBinding{{HostIP: "127.0.0.1", HostPort: strconv.Itoa(port)}}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		if i == 0 && spec.Port > 0 {
+			hostAddr = addr
+		} else {
+			extraHost[cp] = addr
+		}
+	}
+	return hostAddr, extraHost, nil
 }

@@ -37,9 +37,9 @@ func (e *Env) startToxiproxy(ctx context.Context, image string, ports int) (*Con
 	if err != nil {
 		return nil, nil, err
 	}
-	p := &pooled{Server: srv, c: c, names: map[string]int{}}
+	p := &pooled{Server: srv, c: c, names: map[string]int{}, free: make(chan int, len(extra))}
 	for _, port := range extra {
-		p.free = append(p.free, port)
+		p.free <- port
 	}
 	return c, p, nil
 }
@@ -51,30 +51,29 @@ type pooled struct {
 	proxy.Server
 	c *Container
 
+	free     chan int // published ports not in use
 	mu       sync.Mutex
-	free     []int
 	names    map[string]int // proxy → public port it holds
 	internal int
 }
 
 var _ proxy.Server = (*pooled)(nil)
 
-// ErrNoProxyPort means every published proxy port is in use.
-var ErrNoProxyPort = errors.New("no free published proxy port (raise ProxyPorts)")
-
 // CreateProxy implements [proxy.Server]. A given listen address is passed
-// through unchanged (it is inside the container).
+// through unchanged (it is inside the container). When every published
+// port is taken (many private paths at once), it waits for one to be
+// freed, bounded by ctx.
 func (p *pooled) CreateProxy(ctx context.Context, name, listen, upstream string) (string, error) {
 	if listen != "" {
 		return p.Server.CreateProxy(ctx, name, listen, upstream)
 	}
-	p.mu.Lock()
-	if len(p.free) == 0 {
-		p.mu.Unlock()
-		return "", fmt.Errorf("create proxy %s: %w", name, ErrNoProxyPort)
+	var port int
+	select {
+	case port = <-p.free:
+	case <-ctx.Done():
+		return "", fmt.Errorf("create proxy %s: waiting for a free published port: %w", name, ctx.Err())
 	}
-	port := p.free[0]
-	p.free = p.free[1:]
+	p.mu.Lock()
 	p.names[name] = port
 	p.mu.Unlock()
 	if _, err := p.Server.CreateProxy(ctx, name, "0.0.0.0:"+strconv.Itoa(port), upstream); err != nil {
@@ -100,7 +99,7 @@ func (p *pooled) release(name string) {
 	defer p.mu.Unlock()
 	if port, ok := p.names[name]; ok {
 		delete(p.names, name)
-		p.free = append(p.free, port)
+		p.free <- port // never blocks: the channel holds every port
 	}
 }
 

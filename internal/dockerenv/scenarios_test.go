@@ -61,3 +61,41 @@ func countFired(fired map[string]int, h *history.History) {
 		}
 	}
 }
+
+// TestDocker_UserServiceImage runs examples/ordersvc as a user's image:
+// built FROM scratch, started beside its own Postgres with Toxiproxy in
+// front and on its database path. The correct service passes; --buggy
+// (ORDERSVC_BUGGY=1) is caught.
+func TestDocker_UserServiceImage(t *testing.T) {
+	c, im := images(t)
+	ctx := context.Background()
+	image, err := c.BuildGoImage(ctx, "idemchaos-test/ordersvc", "github.com/idemchaos/idemchaos/examples/ordersvc/cmd/ordersvc")
+	require.NoError(t, err)
+	scenario := func(buggy string) *scenarios.Scenario {
+		s, err := scenarios.Load("../../examples/ordersvc/scenario.yaml")
+		require.NoError(t, err)
+		s.Target = scenarios.Target{Image: image, Port: 8090, Database: "postgres", DSNEnv: "ORDERSVC_DSN",
+			Env: map[string]string{"ORDERSVC_ADDR": ":8090", "ORDERSVC_BUGGY": buggy}}
+		s.Effects.DSN = "" // the image's own database
+		return s
+	}
+	correct := scenario("0")
+	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Scenarios: []*scenarios.Scenario{correct},
+		PGImage: im.Postgres, ToxiproxyImage: im.Toxiproxy, ReferenceImage: im.Reference})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = closeEnv(context.Background()) })
+	require.NotNil(t, r.Docker, "an image target picks the docker environment")
+	r.HistoryDir = t.TempDir()
+
+	o, err := r.Run(ctx, correct, harness.RunOptions{Seed: 1})
+	require.NoError(t, err)
+	assert.True(t, o.Met(), "ordersvc is correct: verdict %s, caught %v", o.Verdict(), o.Caught())
+	assert.Positive(t, len(o.History.Effects), "the sql oracle read the orders from the image's database")
+	fired := map[string]int{}
+	countFired(fired, o.History)
+	assert.Positive(t, fired["response-drop"], "responses were dropped by the proxy in front of the container")
+
+	buggy, err := r.Run(ctx, scenario("1"), harness.RunOptions{Seed: 1})
+	require.NoError(t, err)
+	assert.NotEmpty(t, buggy.Caught(), "the buggy ordersvc is caught (verdict %s)", buggy.Verdict())
+}

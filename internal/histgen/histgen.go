@@ -1,7 +1,10 @@
 package histgen
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strconv"
 
@@ -33,21 +36,38 @@ func Default(events int) Config {
 
 // Generate returns the history as JSONL, encoded by [history.AppendEvent].
 func Generate(cfg Config) []byte {
+	var b bytes.Buffer
+	b.Grow(cfg.Events * 330)
+	_ = Write(&b, cfg) // a bytes.Buffer does not fail
+	return b.Bytes()
+}
+
+// Write streams the history [Generate] returns to w, in memory that does
+// not grow with the bodies: histories of tens of millions of events.
+func Write(w io.Writer, cfg Config) error {
 	if cfg.Tenants <= 0 {
 		cfg.Tenants = 3
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x1de4c4a05))
-	out := make([]byte, 0, cfg.Events*330)
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var out []byte
+	var werr error
 	var ev history.Event
 	put := func(e *history.Event) {
-		out = history.AppendEvent(out, e)
+		out = history.AppendEvent(out[:0], e)
 		out = append(out, '\n')
+		if _, err := bw.Write(out); err != nil && werr == nil {
+			werr = err
+		}
 	}
 	ev = history.Event{Type: history.TypeMeta, V: history.Version, Scenario: "bench", Seed: int64(cfg.Seed), Started: "2026-11-30T00:00:00Z", EffectsRecorded: true}
 	put(&ev)
 
+	// An effect is kept as the numbers its line is made from.
 	type effect struct {
-		tenant, key, intent, id string
+		tenant  int32
+		keyRand uint32
+		n       int
 	}
 	var effects []effect
 	// Effects are read by the oracle after the run: one line each at the end.
@@ -72,7 +92,8 @@ func Generate(cfg Config) []byte {
 		t := rng.IntN(cfg.Tenants)
 		tenant := tenants[t]
 		intent := "i" + strconv.Itoa(n)
-		key := fmt.Sprintf("k-%08x-%04x", rng.Uint32(), n&0xffff)
+		keyRand := rng.Uint32()
+		key := fmt.Sprintf("k-%08x-%04x", keyRand, n&0xffff)
 		client := rng.IntN(32)
 		reqBody := fmt.Appendf(nil, `{"sku":"SKU-%05d","qty":%d,"amount_cents":%d,"currency":"EUR","customer":"cus_%06d","note":"gift wrap, leave at the door"}`,
 			rng.IntN(100000), 1+rng.IntN(5), 100+rng.IntN(100000), rng.IntN(1000000))
@@ -140,13 +161,17 @@ func Generate(cfg Config) []byte {
 			}
 			ns += 7_100_000
 		}
-		effects = append(effects, effect{tenant, key, intent, "order " + orderID})
+		effects = append(effects, effect{int32(t), keyRand, n})
 		budget--
 	}
 	for i := range effects {
 		e := &effects[i]
-		ev = history.Event{Type: history.TypeEffect, Tenant: e.tenant, Key: e.key, Intent: e.intent, Effect: e.id, NS: ns + int64(i)}
+		ev = history.Event{Type: history.TypeEffect, Tenant: tenants[e.tenant], Key: fmt.Sprintf("k-%08x-%04x", e.keyRand, e.n&0xffff),
+			Intent: "i" + strconv.Itoa(e.n), Effect: fmt.Sprintf("order ord_%09d", e.n), NS: ns + int64(i)}
 		put(&ev)
 	}
-	return out
+	if err := bw.Flush(); err != nil && werr == nil {
+		werr = err
+	}
+	return werr
 }

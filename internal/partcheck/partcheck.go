@@ -1,0 +1,293 @@
+// Package partcheck checks a history too large for memory: it splits the
+// history by idempotency key into partitions in one streaming pass
+// ([history.SplitFile]), checks the partitions in parallel, each alone in
+// memory, and merges their results into the result the in-memory check
+// gives on the whole history ([checkers.Merge]).
+//
+// Every check but tenant-isolation judges the attempts and effects of one
+// key (and of the intents that used it) together, so partitions by key hash
+// hold everything it needs, plus the events every partition gets (meta,
+// faults, interrupted) and the few facts of the whole history the split
+// counts on the way (successes, 5xx rate, number of keys, last time).
+// Tenant-isolation compares responses across keys, so it runs over a second
+// set of partitions cut by the hash of the response body.
+package partcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/idemchaos/idemchaos/checkers"
+	"github.com/idemchaos/idemchaos/history"
+)
+
+// Options says how to split and check.
+type Options struct {
+	// Partitions is how many partitions the history is cut into (N).
+	Partitions int
+	// Only, when >= 0, checks only partition Only of N: the keys whose
+	// hash is Only (and the responses whose body hash is Only), so that N
+	// machines can share one history. -1 checks them all.
+	Only int
+	// Workers checks this many partitions at once (0: every core).
+	Workers int
+	// Dir is where the partition files go (empty: the system's temporary
+	// directory); they are removed when the check ends.
+	Dir string
+	// Contract and Names choose the checks, as [checkers.ForContract] does.
+	Contract checkers.Contract
+	Names    []string
+	// MaxTime is the time budget of each partition's check (0: none).
+	MaxTime time.Duration
+	// Context, when set, stops the check early (Ctrl-C): the split stops
+	// reading, no further partition is checked, and the partition files
+	// are removed before CheckFile returns its error.
+	Context context.Context
+}
+
+// ctxReader stops a read when its context is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// Summary is what the check tells about the whole history besides the
+// verdicts: the counts a loaded [history.History] would carry.
+type Summary struct {
+	Meta        history.Event
+	Events      int
+	Truncated   bool
+	Interrupted string
+	// Checked lists the key partitions this process checked.
+	Checked []int
+}
+
+const tenantIsolation = "tenant-isolation"
+
+// CheckFile checks the history in the named file partition by partition.
+// A malformed line is a [*history.LineError] numbered as in the file.
+func CheckFile(name string, o Options) (*Summary, checkers.Result, error) {
+	var zero checkers.Result
+	if o.Partitions < 1 {
+		return nil, zero, fmt.Errorf("partitions: %d, want at least 1", o.Partitions)
+	}
+	if o.Only >= o.Partitions {
+		return nil, zero, fmt.Errorf("partition %d/%d: the index must be below the count", o.Only, o.Partitions)
+	}
+	if err := o.Contract.Validate(); err != nil {
+		return nil, zero, err
+	}
+	names := o.Names
+	if len(names) == 0 {
+		names = checkers.Names()
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, zero, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	dir, err := os.MkdirTemp(o.Dir, "idemchaos-check-")
+	if err != nil {
+		return nil, zero, err
+	}
+	defer os.RemoveAll(dir)
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	sp, err := history.SplitFile(ctxReader{ctx, f}, dir, o.Partitions)
+	if err != nil {
+		return nil, zero, err
+	}
+	g := &checkers.Globals{Successes: sp.Successes, Answers: sp.Answers, Failures: sp.Failures, Keys: sp.Keys,
+		Executed: func(tenant, key string) bool {
+			_, ok := sp.Executed[history.TenantKeyHash(tenant, key)]
+			return ok
+		}}
+	opts := append(o.Contract.Options(), checkers.WithGlobals(g))
+	var keyNames []string
+	bodies := false
+	for _, n := range names {
+		if n == tenantIsolation {
+			bodies = true
+		} else {
+			keyNames = append(keyNames, n)
+		}
+	}
+	type unit struct {
+		parts   []history.Part
+		ordered bool
+		names   []string
+		key     int // the key partition a key unit starts with, -1 for a body unit
+	}
+	var units []unit
+	sum := &Summary{Meta: sp.Meta, Events: sp.Events, Truncated: sp.Truncated, Interrupted: sp.Interrupted}
+	for _, grp := range sp.Groups {
+		if len(keyNames) == 0 || (o.Only >= 0 && grp[0] != o.Only) {
+			continue
+		}
+		u := unit{names: keyNames, ordered: true, key: grp[0]}
+		for _, i := range grp {
+			u.parts = append(u.parts, sp.KeyParts[i])
+		}
+		units = append(units, u)
+		sum.Checked = append(sum.Checked, grp...)
+	}
+	for i, p := range sp.BodyParts {
+		if bodies && (o.Only < 0 || i == o.Only) {
+			units = append(units, unit{parts: []history.Part{p}, names: []string{tenantIsolation}, key: -1})
+		}
+	}
+	results := make([][]checkers.Result, len(units))
+	errs := make([]error, len(units))
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, max(len(units), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+					continue
+				}
+				u := units[i]
+				results[i], errs[i] = checkUnit(u.parts, u.ordered, u.names, opts, o, sp)
+			}
+		}()
+	}
+	for i := range units {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, zero, err
+	}
+	if err := firstError(sp.Err, errs); err != nil {
+		return nil, zero, err
+	}
+	// Merge checker by checker, in the order asked.
+	var merged []checkers.Result
+	for _, n := range names {
+		var parts []checkers.Result
+		for i, u := range units {
+			if j := slices.Index(u.names, n); j >= 0 {
+				parts = append(parts, results[i][j])
+			}
+		}
+		merged = append(merged, checkers.Merge(parts, sp.Interrupted, sp.Truncated))
+	}
+	res := checkers.Combine(merged...)
+	if q := checkers.TwinQueries(res); len(q) > 0 {
+		// A write was acknowledged and lost: its likely cause may be an
+		// intent with the same body under a key of another partition. A
+		// second pass over the key partitions finds it; only a failing
+		// history pays for it.
+		var twins []checkers.Twin
+		for _, u := range units {
+			if u.key < 0 {
+				continue
+			}
+			t, err := twinsOf(u.parts, q, opts, o, sp)
+			if err != nil {
+				return nil, zero, err
+			}
+			twins = append(twins, t...)
+		}
+		res = checkers.ResolveTwins(res, twins)
+	}
+	return sum, res, nil
+}
+
+// twinsOf returns the executed intents of some partitions that sent a
+// body asked about, placed by the line of their first attempt.
+func twinsOf(parts []history.Part, q map[checkers.TwinScope]bool, opts []checkers.Option, o Options, sp *history.Split) ([]checkers.Twin, error) {
+	h, err := history.LoadParts(parts, true, o.Contract.LoadOptions())
+	if err != nil {
+		return nil, err
+	}
+	h.End, h.EffectsKnown, h.IntentsKnown = sp.End, sp.EffectsKnown, sp.IntentsKnown
+	lines, err := history.InvokeLines(parts)
+	if err != nil {
+		return nil, err
+	}
+	if len(lines) != len(h.Attempts) {
+		return nil, fmt.Errorf("partition: %d invoke lines for %d attempts", len(lines), len(h.Attempts))
+	}
+	twins := checkers.ExecutedTwins(h, h.Effects, q, opts...)
+	for i := range twins {
+		twins[i].Order = lines[twins[i].Attempt]
+	}
+	return twins, nil
+}
+
+// checkUnit loads some partitions as one history and checks it. The
+// facts of the whole history replace the partition's own: its end, whether
+// effects were recorded; interruption and truncation are settled at the
+// merge, so that no partition drops its violations.
+func checkUnit(parts []history.Part, ordered bool, names []string, opts []checkers.Option, o Options, sp *history.Split) ([]checkers.Result, error) {
+	load := o.Contract.LoadOptions()
+	h, err := history.LoadParts(parts, ordered, load)
+	if err != nil {
+		return nil, err
+	}
+	h.End, h.EffectsKnown, h.IntentsKnown = sp.End, sp.EffectsKnown, sp.IntentsKnown
+	h.Interrupted, h.Truncated = "", false
+	cs := make([]checkers.Checker, 0, len(names))
+	for _, n := range names {
+		c, err := checkers.ByName(n, opts...)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	c := checkers.All(cs...)
+	if o.MaxTime > 0 {
+		c = checkers.WithDeadline(c, o.MaxTime)
+	}
+	return checkers.Leaves(c.Check(h, h.Effects)), nil
+}
+
+// firstError returns the error of the earliest line, as a load of the
+// whole history would have met it first.
+func firstError(split *history.LineError, errs []error) error {
+	var best *history.LineError
+	if split != nil {
+		best = split
+	}
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		var le *history.LineError
+		if !errors.As(err, &le) {
+			return err
+		}
+		if best == nil || le.Line < best.Line {
+			best = le
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best
+}

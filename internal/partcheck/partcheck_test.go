@@ -1,0 +1,286 @@
+package partcheck
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/idemchaos/idemchaos/checkers"
+	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/histgen"
+)
+
+// tb is what both testing.T and rapid.T offer.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// inMemory is the reference: the whole history loaded and checked at once.
+func inMemory(t tb, name string) (*history.History, checkers.Result, error) {
+	t.Helper()
+	ct := contractOf(t, name)
+	c, err := checkers.ForContract(ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, err := history.Load(f, ct.LoadOptions())
+	if err != nil {
+		return nil, checkers.Result{}, err
+	}
+	return h, c.Check(h, h.Effects), nil
+}
+
+func contractOf(t tb, name string) checkers.Contract {
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var meta history.Event
+	if err := history.NewReader(f).Next(&meta); err != nil {
+		return checkers.DefaultContract()
+	}
+	ct, err := checkers.ContractFromMeta(meta.Contract)
+	if err != nil {
+		return checkers.DefaultContract()
+	}
+	return ct
+}
+
+// same fails unless the partitioned check of name, cut into n partitions,
+// says what the in-memory check says: the same error, or the same verdict,
+// reason, count and violations for every invariant.
+func same(t tb, tmp, name string, n int) {
+	t.Helper()
+	h, want, werr := inMemory(t, name)
+	sum, got, gerr := CheckFile(name, Options{Partitions: n, Only: -1, Workers: 2, Dir: tmp, Contract: contractOf(t, name)})
+	if werr != nil || gerr != nil {
+		var wl, gl *history.LineError
+		if !errors.As(werr, &wl) || !errors.As(gerr, &gl) || wl.Line != gl.Line || wl.Msg != gl.Msg {
+			t.Fatalf("%s, %d partitions: in memory error %v, partitioned error %v", name, n, werr, gerr)
+		}
+		return
+	}
+	if sum.Events != h.Events || sum.Truncated != h.Truncated || sum.Interrupted != h.Interrupted {
+		t.Fatalf("%s, %d partitions: summary %+v, in memory events %d truncated %v interrupted %q", name, n, sum, h.Events, h.Truncated, h.Interrupted)
+	}
+	if d := diff(want, got); d != "" {
+		t.Fatalf("%s, %d partitions: %s", name, n, d)
+	}
+}
+
+func diff(want, got checkers.Result) string {
+	if len(want.Results) != len(got.Results) {
+		return fmt.Sprintf("%d results, want %d", len(got.Results), len(want.Results))
+	}
+	for i := range want.Results {
+		w, g := want.Results[i], got.Results[i]
+		if w.Name != g.Name || w.Verdict != g.Verdict || w.Reason != g.Reason || w.Checked != g.Checked {
+			return fmt.Sprintf("%s: got %s %q checked %d, want %s %q checked %d", w.Name, g.Verdict, g.Reason, g.Checked, w.Verdict, w.Reason, w.Checked)
+		}
+		if !reflect.DeepEqual(w.Violations, g.Violations) {
+			return fmt.Sprintf("%s: violations differ:\n got %v\nwant %v", w.Name, g.Violations, w.Violations)
+		}
+	}
+	if want.Verdict != got.Verdict || want.Checked != got.Checked || want.Name != got.Name {
+		return fmt.Sprintf("composite: got %s %d %s, want %s %d %s", got.Verdict, got.Checked, got.Name, want.Verdict, want.Checked, want.Name)
+	}
+	return ""
+}
+
+func goldens(t *testing.T) []string {
+	var files []string
+	for _, pattern := range []string{"../../testdata/histories/*/*.jsonl"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) < 50 {
+		t.Fatalf("found %d golden histories, expected the whole set", len(files))
+	}
+	return files
+}
+
+func TestGoldenHistoriesSameAsInMemory(t *testing.T) {
+	violations := 0
+	for _, name := range goldens(t) {
+		for _, n := range []int{1, 2, 3, 8} {
+			same(t, t.TempDir(), name, n)
+		}
+		if _, r, err := inMemory(t, name); err == nil && r.Verdict == checkers.Violated {
+			violations++
+		}
+	}
+	// The differential test is worth something only if the set has both.
+	if violations < 20 {
+		t.Fatalf("only %d golden histories have a violation", violations)
+	}
+}
+
+func TestGeneratedHistoriesSameAsInMemory(t *testing.T) {
+	dir := t.TempDir()
+	for i, cfg := range []histgen.Config{histgen.Default(20000), {Events: 5000, Tenants: 2, DupRate: 0.5, IndetRate: 0.3, Seed: 7}} {
+		name := filepath.Join(dir, fmt.Sprintf("gen%d.jsonl", i))
+		if err := os.WriteFile(name, histgen.Generate(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{2, 5} {
+			same(t, t.TempDir(), name, n)
+		}
+	}
+}
+
+// TestRapidHistoriesSameAsInMemory draws small histories dense in the
+// shapes that cross partitions: few keys shared by tenants and intents,
+// intents that change key, bodies answered to several keys, crashes and
+// heals, effects named by intent or only by key, cut-off endings.
+func TestRapidHistoriesSameAsInMemory(t *testing.T) {
+	dir := t.TempDir()
+	violated := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, `{"type":"meta","v":1,"scenario":"r","seed":1,"effects_recorded":%v}`+"\n", rapid.Bool().Draw(rt, "recorded"))
+		ns := int64(0)
+		op := int64(0)
+		type open struct {
+			op     int64
+			intent string
+		}
+		var pending []open
+		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
+		for range steps {
+			ns += rapid.Int64Range(0, 3e9).Draw(rt, "gap")
+			switch rapid.IntRange(0, 9).Draw(rt, "kind") {
+			case 0, 1, 2:
+				op++
+				intent := fmt.Sprintf("i%d", rapid.IntRange(0, 6).Draw(rt, "intent"))
+				key := rapid.SampledFrom([]string{"k1", "k2", "k3", "k4", ""}).Draw(rt, "key")
+				tenant := rapid.SampledFrom([]string{"t1", "t2"}).Draw(rt, "tenant")
+				body := rapid.SampledFrom([]string{`{\"a\":1}`, `{\"a\":2}`}).Draw(rt, "req")
+				keyField := ""
+				if key != "" {
+					keyField = `,"key":"` + key + `"`
+				}
+				fmt.Fprintf(&b, `{"type":"invoke","op":%d,"intent":"%s","tenant":"%s"%s,"attempt":1,"ns":%d,"req":{"method":"POST","path":"/o","body":"%s"}}`+"\n", op, intent, tenant, keyField, ns, body)
+				pending = append(pending, open{op, intent})
+			case 3, 4, 5:
+				if len(pending) == 0 {
+					continue
+				}
+				i := rapid.IntRange(0, len(pending)-1).Draw(rt, "which")
+				p := pending[i]
+				pending = append(pending[:i], pending[i+1:]...)
+				switch rapid.IntRange(0, 2).Draw(rt, "outcome") {
+				case 0:
+					status := rapid.SampledFrom([]int{201, 200, 409, 422, 500, 503}).Draw(rt, "status")
+					body := rapid.SampledFrom([]string{"", `{\"id\":1}`, `{\"id\":2}`, `{\"id\":3}`}).Draw(rt, "resp")
+					// Headers for replay-identical's stripped replays, judged
+					// against every first-hand success of the endpoint.
+					headers := rapid.SampledFrom([]string{``, `"headers":{"Location":"/o/1"},`, `"headers":{"Idempotent-Replayed":"true"},`}).Draw(rt, "headers")
+					fmt.Fprintf(&b, `{"type":"ok","op":%d,"ns":%d,"resp":{"status":%d,%s"body":"%s"}}`+"\n", p.op, ns, status, headers, body)
+				case 1:
+					fmt.Fprintf(&b, `{"type":"info","op":%d,"ns":%d,"error":"timeout"}`+"\n", p.op, ns)
+				default:
+					fmt.Fprintf(&b, `{"type":"fail","op":%d,"ns":%d,"error":"refused"}`+"\n", p.op, ns)
+				}
+			case 6:
+				kind := rapid.SampledFrom([]string{"crash", "response-drop"}).Draw(rt, "fault")
+				action := rapid.SampledFrom([]string{"fire", "heal"}).Draw(rt, "action")
+				fmt.Fprintf(&b, `{"type":"fault","fault":"%s","action":"%s","op":0,"ns":%d}`+"\n", kind, action, ns)
+			default:
+				intent := ""
+				if rapid.Bool().Draw(rt, "named") {
+					intent = fmt.Sprintf(`,"intent":"i%d"`, rapid.IntRange(0, 7).Draw(rt, "effect-intent"))
+				}
+				key := rapid.SampledFrom([]string{"k1", "k2", "k3", "k5"}).Draw(rt, "effect-key")
+				tenant := rapid.SampledFrom([]string{"t1", "t2"}).Draw(rt, "effect-tenant")
+				fmt.Fprintf(&b, `{"type":"effect","tenant":"%s","key":"%s"%s,"effect":"order %d","ns":%d}`+"\n", tenant, key, intent, rapid.IntRange(1, 9).Draw(rt, "id"), ns)
+			}
+		}
+		switch rapid.IntRange(0, 5).Draw(rt, "ending") {
+		case 0:
+			fmt.Fprintf(&b, `{"type":"interrupted","error":"ctrl-c","ns":%d}`+"\n", ns)
+		case 1:
+			b.WriteString(`{"type":"ok","op":1,"ns`)
+		}
+		name := filepath.Join(dir, "r.jsonl")
+		if err := os.WriteFile(name, b.Bytes(), 0o600); err != nil {
+			rt.Fatal(err)
+		}
+		if _, r, err := inMemory(rt, name); err == nil && r.Verdict == checkers.Violated {
+			violated++
+		}
+		same(rt, dir, name, rapid.SampledFrom([]int{1, 2, 3, 4}).Draw(rt, "n"))
+	})
+	if violated == 0 {
+		t.Fatal("no generated history had a violation: the generator judges nothing")
+	}
+}
+
+func TestPartitionOfNChecksOnlyItsKeys(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "g.jsonl")
+	if err := os.WriteFile(name, histgen.Generate(histgen.Default(4000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for i := range 3 {
+		sum, r, err := CheckFile(name, Options{Partitions: 3, Only: i, Dir: t.TempDir(), Contract: checkers.DefaultContract()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sum.Checked) == 0 || sum.Checked[0] != i {
+			t.Fatalf("partition %d/3 checked key partitions %v", i, sum.Checked)
+		}
+		total += r.Results[0].Checked
+	}
+	_, whole, err := inMemory(t, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := whole.Results[0].Checked; total != want || want == 0 {
+		t.Fatalf("the three partitions checked %d %s units, the whole history %d", total, whole.Results[0].Name, want)
+	}
+	if _, _, err := CheckFile(name, Options{Partitions: 3, Only: 3, Contract: checkers.DefaultContract()}); err == nil || !strings.Contains(err.Error(), "3/3") {
+		t.Fatalf("partition 3/3: got %v, want an error", err)
+	}
+}
+
+// TestCancelledCheckStopsAndCleansUp: a check cut short (Ctrl-C) returns
+// the context's error and leaves no partition file behind.
+func TestCancelledCheckStopsAndCleansUp(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "g.jsonl")
+	if err := os.WriteFile(name, histgen.Generate(histgen.Default(20000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := t.TempDir()
+	_, _, err := CheckFile(name, Options{Partitions: 4, Only: -1, Dir: dir, Contract: checkers.DefaultContract(), Context: ctx})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Fatalf("partition files left behind: %v", left)
+	}
+}
