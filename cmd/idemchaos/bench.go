@@ -32,7 +32,7 @@ with the machine it ran on and one table per section:
   foreign       the services of examples/foreign (written independently of the reference), each as
                 its own process: flawed ones × --foreign-seeds, correct ones × --foreign-clean-seeds
                 (needs a checkout and the go command: it builds examples/foreign/cmd/foreignsvc)
-  driver        the traffic driver (recording a history) against wrk on a trivial handler,
+  driver        the traffic driver (recording a history) against wrk and vegeta on a trivial handler,
                 direct and through the in-process Toxiproxy
   checker       load + the seven checkers against the decoder alone, 10k to 1M events
   reference     the reference service against pgbench running the same SQL

@@ -18,17 +18,22 @@ import (
 )
 
 // DriverResult is the harness-speed section: the traffic driver against wrk
-// on the same trivial in-process handler at the same concurrency, each
-// direct and through the in-process Toxiproxy. Rates are requests/s, one
-// sample per round; the four workloads alternate within a round.
+// and against vegeta (the Go peer, as a library) on the same trivial
+// in-process handler at the same concurrency, each direct and through the
+// in-process Toxiproxy. Rates are requests/s, one sample per round; the
+// workloads alternate within a round.
 type DriverResult struct {
 	Concurrency int
 	Slice       time.Duration
-	// WrkThreads is wrk's -t.
+	// WrkThreads is wrk's -t; WrkMissing says wrk was not installed, so
+	// its rows are empty.
 	WrkThreads int
+	WrkMissing bool
 	// Wrk and WrkProxy are wrk direct and through the proxy; Driver and
 	// DriverProxy the driver, recording every attempt to a history file.
 	Wrk, WrkProxy, Driver, DriverProxy Summary
+	// Vegeta and VegetaProxy are vegeta direct and through the proxy.
+	Vegeta, VegetaProxy Summary
 	// HistoryBytesPerRequest is the history the driver wrote per request.
 	HistoryBytesPerRequest float64
 }
@@ -36,10 +41,9 @@ type DriverResult struct {
 var wrkRate = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
 
 func (b *bench) driver(ctx context.Context) error {
+	// Without wrk the section still compares the driver with vegeta, and
+	// says that wrk was absent rather than failing.
 	wrk := binary(b.opts.Wrk, "wrk")
-	if wrk == "" {
-		return fmt.Errorf("wrk is not installed (apt-get install wrk)")
-	}
 	addr, stop, err := refbench.StartHTTPFloor()
 	if err != nil {
 		return err
@@ -66,7 +70,7 @@ func (b *bench) driver(ctx context.Context) error {
 		return err
 	}
 	threads := min(max(2, b.rep.Machine.Cores), b.opts.Concurrency)
-	res := &DriverResult{Concurrency: b.opts.Concurrency, Slice: b.opts.Slice, WrkThreads: threads}
+	res := &DriverResult{Concurrency: b.opts.Concurrency, Slice: b.opts.Slice, WrkThreads: threads, WrkMissing: wrk == ""}
 	b.rep.Driver = res
 	intents := benchIntents(int(b.opts.Slice.Seconds()*80_000) + 10_000)
 
@@ -121,7 +125,10 @@ func (b *bench) driver(ctx context.Context) error {
 	if _, err := runDriver(paddr); err != nil {
 		return err
 	}
-	var wrkD, wrkP, drvD, drvP []float64
+	runVeg := func(target string) (float64, error) {
+		return runVegeta(target, b.opts.Concurrency, b.opts.Slice, uint64(len(intents)))
+	}
+	var wrkD, wrkP, drvD, drvP, vegD, vegP []float64
 	for round := range b.opts.Repeats {
 		for _, w := range []struct {
 			name   string
@@ -131,9 +138,14 @@ func (b *bench) driver(ctx context.Context) error {
 		}{
 			{"wrk direct", runWrk, addr, &wrkD},
 			{"driver direct", runDriver, addr, &drvD},
+			{"vegeta direct", runVeg, addr, &vegD},
+			{"vegeta via proxy", runVeg, paddr, &vegP},
 			{"driver via proxy", runDriver, paddr, &drvP},
 			{"wrk via proxy", runWrk, paddr, &wrkP},
 		} {
+			if wrk == "" && w.into == &wrkD || wrk == "" && w.into == &wrkP {
+				continue
+			}
 			rate, err := w.run(w.target)
 			if err != nil {
 				return fmt.Errorf("%s: %w", w.name, err)
@@ -142,6 +154,7 @@ func (b *bench) driver(ctx context.Context) error {
 			b.logf("driver round %d/%d: %-16s %8.0f req/s", round+1, b.opts.Repeats, w.name, rate)
 		}
 		res.Wrk, res.WrkProxy, res.Driver, res.DriverProxy = Summarize(wrkD), Summarize(wrkP), Summarize(drvD), Summarize(drvP)
+		res.Vegeta, res.VegetaProxy = Summarize(vegD), Summarize(vegP)
 		if histReqs > 0 {
 			res.HistoryBytesPerRequest = histBytes / histReqs
 		}

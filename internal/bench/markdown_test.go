@@ -29,7 +29,8 @@ func report() *bench.Report {
 			Bad: []bench.RunVerdict{{Scenario: "storm", Seed: 2, Verdict: bench.VerdictUnknown, Reason: "check 6/7 eventually-decided: unknown", History: "/tmp/h.jsonl"}}},
 		Driver: &bench.DriverResult{Concurrency: 16, Slice: 2 * time.Second, WrkThreads: 2,
 			Wrk: bench.Summarize([]float64{40000}), WrkProxy: bench.Summarize([]float64{20000}),
-			Driver: bench.Summarize([]float64{10000}), DriverProxy: bench.Summarize([]float64{8000})},
+			Driver: bench.Summarize([]float64{10000}), DriverProxy: bench.Summarize([]float64{8000}),
+			Vegeta: bench.Summarize([]float64{5000}), VegetaProxy: bench.Summarize([]float64{6400})},
 		Checker: &bench.CheckerResult{Sizes: []bench.CheckerSize{
 			{Events: 100_000, Decode: bench.Summarize([]float64{4e6}), LoadCheck: bench.Summarize([]float64{2e6})},
 			{Events: 1_000_000, Decode: bench.Summarize([]float64{4e6}), LoadCheck: bench.Summarize([]float64{1.5e6})},
@@ -49,6 +50,9 @@ func TestReport_MarkdownSaysWhichTargetsWereMissed(t *testing.T) {
 		"| median time to first detection, slowest mutant | ≤ 3 s | 4.50 s (no-key) | **missed** (1.50 s over) |",
 		"| inconclusive runs of the correct reference (storm × 2 seeds) | 0 | 1 | **missed** |",
 		"| driver (recording) / wrk, direct | ≥ 0.7× | 0.25× | **missed** (64% short) |",
+		"| driver (recording) / vegeta, direct | ≥ 1.5× | 2.00× | met |",
+		"| driver (recording) / vegeta, both through the proxy | ≥ 1.5× | 1.25× | **missed** (17% short) |",
+		"| vegeta | through the proxy | 6400 | 6400 | 6400 | 0.32× | 1.00× |",
 		"| checker (load + 7 checks), 1M events | ≥ 1.00M events/s | 1.50M events/s | met |",
 		"| per-event cost, 1M events over 100k | ≤ 1.2× | 1.33× | **missed** (0.13× over) |",
 		"- no-lease, seed 2: no scenario caught it",
@@ -57,6 +61,33 @@ func TestReport_MarkdownSaysWhichTargetsWereMissed(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// A machine without wrk still gets the driver section, which says so
+// instead of leaving the reader to guess why wrk's rows are empty.
+func TestReport_DriverSectionSaysWhenWrkIsMissing(t *testing.T) {
+	t.Parallel()
+	r := report()
+	r.Driver.WrkMissing = true
+	r.Driver.Wrk, r.Driver.WrkProxy = bench.Summary{}, bench.Summary{}
+	var b strings.Builder
+	if err := r.Markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"**wrk is not installed on this machine: its rows are empty**",
+		"| wrk | direct | — | — | — | — | — |",
+		"| driver (recording) / wrk | ≥ 0.7× | wrk not installed | not measured |",
+		"| driver (recording) / vegeta, direct | ≥ 1.5× | 2.00× | met |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "driver (recording) / wrk, direct") {
+		t.Errorf("the report rates the driver against a wrk that did not run:\n%s", md)
 	}
 }
 
