@@ -133,15 +133,21 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 		_ = t.close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("reference target: %w", err)
 	}
-	kv, err := childEnvValue(serve)
-	if err != nil {
-		return fail(err)
+	// runChild starts one role of the reference as a pod container; one
+	// that started but never got ready is still the close's to stop.
+	runChild := func(role childSpec, name string, port int, ready func(context.Context, *dockerenv.Container) error) (*dockerenv.Container, error) {
+		kv, err := childEnvValue(role)
+		if err != nil {
+			return nil, err
+		}
+		c, err := d.env.RunContainer(ctx, dockerenv.ContainerSpec{Name: fmt.Sprintf("%s-%d", name, n), Image: d.images.Reference,
+			Env: []string{kv}, Port: port, Pod: true, Ready: ready})
+		if c != nil {
+			started = append(started, c)
+		}
+		return c, err
 	}
-	svc, err := d.env.RunContainer(ctx, dockerenv.ContainerSpec{Name: fmt.Sprintf("ref-%d", n), Image: d.images.Reference,
-		Env: []string{kv}, Port: 8080, Pod: true, Ready: dockerenv.HTTPReady("/healthz")})
-	if svc != nil {
-		started = append(started, svc)
-	}
+	svc, err := runChild(serve, "ref", 8080, dockerenv.HTTPReady("/healthz"))
 	if err != nil {
 		return fail(fmt.Errorf("start service: %w", err))
 	}
@@ -150,15 +156,7 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 	if spec.Consumer {
 		consume := childSpec{Role: "consume", DSN: proxied, Addr: ":8081", Mutant: mutant,
 			VisibilityTimeout: spec.VisibilityTimeout, PollInterval: 20 * time.Millisecond, DebugAllow: allow}
-		kv, err := childEnvValue(consume)
-		if err != nil {
-			return fail(err)
-		}
-		con, err := d.env.RunContainer(ctx, dockerenv.ContainerSpec{Name: fmt.Sprintf("con-%d", n), Image: d.images.Reference,
-			Env: []string{kv}, Port: 8081, Pod: true, Ready: dockerenv.HTTPReady("/debug/failpoints")})
-		if con != nil {
-			started = append(started, con)
-		}
+		con, err := runChild(consume, "con", 8081, dockerenv.HTTPReady("/debug/failpoints"))
 		if err != nil {
 			return fail(fmt.Errorf("start consumer: %w", err))
 		}
