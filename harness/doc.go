@@ -24,7 +24,7 @@
 //     failure — re-runs of the same plan to classify it ([Investigation]),
 //     then [Runner.Shrink] with [ShrinkBudget] ([ShrinkResult]).
 //   - [Plan], [TimedFault] and [Plans]: the generated workload of a seed;
-//     [SavePlan] and [ReadPlan] keep one.
+//     [SavePlan] and [ReadPlanFor] keep one.
 //   - [Runner.CatchMatrix] with [MatrixOptions]: the suite against the
 //     correct reference and every mutant ([Matrix], [MatrixRow],
 //     [MatrixMutants]); a mutant is caught only by its expected invariant.

@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -152,27 +151,12 @@ func or[T comparable](v, def T) T {
 	return v
 }
 
-// SavePlan writes a plan as JSON to path (what run --plan reads back).
+// SavePlan writes a plan as JSON to path (what run --plan reads back,
+// through [ReadPlanFor]).
 func SavePlan(path string, p Plan) (string, error) {
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
 		return "", err
 	}
 	return path, os.WriteFile(path, b, 0o644)
-}
-
-// ReadPlan reads a plan saved by [SavePlan].
-func ReadPlan(path string) (Plan, error) {
-	var p Plan
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return p, fmt.Errorf("read plan: %w", err)
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		return p, fmt.Errorf("read plan %s: %w", path, err)
-	}
-	if len(p.Intents) == 0 && len(p.Timed) == 0 && p.Note == "" {
-		return p, errors.New("read plan " + path + ": the plan is empty")
-	}
-	return p, nil
 }
