@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -127,9 +126,7 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 func (m *Main) printCheck(cmd *cobra.Command, f checkFlags, rep report.Report) error {
 	out := cmd.OutOrStdout()
 	if f.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(out, rep); err != nil {
 			return err
 		}
 	} else {

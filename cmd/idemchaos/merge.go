@@ -81,9 +81,7 @@ func (m *Main) runMerge(cmd *cobra.Command, f mergeFlags, files []string) error 
 	}
 	out := cmd.OutOrStdout()
 	if f.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(out, rep); err != nil {
 			return usageError(err)
 		}
 	} else {

@@ -134,9 +134,7 @@ func (o *outputFlags) write(cmd *cobra.Command, rep report.Report, outcomes []*h
 	}
 	out := cmd.OutOrStdout()
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(out, rep); err != nil {
 			return usageError(err)
 		}
 	} else {
@@ -153,6 +151,14 @@ func (o *outputFlags) write(cmd *cobra.Command, rep report.Report, outcomes []*h
 		return usageError(failed)
 	}
 	return nil
+}
+
+// writeJSON prints rep as the indented JSON report (run, demo, check and
+// merge print the same shape).
+func writeJSON(w io.Writer, rep report.Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
 }
 
 func writeOutput(path string, write func(io.Writer) error) error {
