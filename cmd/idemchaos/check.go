@@ -87,12 +87,9 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 		if err != nil {
 			return usageError(err)
 		}
-		checker, err := checkers.ForContract(contract, f.invariants...)
+		checker, err := f.checker(contract)
 		if err != nil {
 			return usageError(fmt.Errorf("%s: %w", name, err))
-		}
-		if f.maxTime > 0 {
-			checker = checkers.WithDeadline(checker, f.maxTime)
 		}
 		if n, only, err := f.partitioned(name); err != nil {
 			return usageError(err)
@@ -120,6 +117,19 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 		runs = append(runs, run)
 	}
 	return m.printCheck(cmd, f, report.New(runs))
+}
+
+// checker is the checker of contract with the chosen invariants, bounded
+// by --max-time when given.
+func (f checkFlags) checker(contract checkers.Contract) (checkers.Checker, error) {
+	c, err := checkers.ForContract(contract, f.invariants...)
+	if err != nil {
+		return nil, err
+	}
+	if f.maxTime > 0 {
+		c = checkers.WithDeadline(c, f.maxTime)
+	}
+	return c, nil
 }
 
 // printCheck prints check's report and returns its exit.

@@ -42,12 +42,9 @@ func checkTogether(cmd *cobra.Command, f checkFlags, files []string) (report.Run
 			return report.Run{}, err
 		}
 	}
-	checker, err := checkers.ForContract(contract, f.invariants...)
+	checker, err := f.checker(contract)
 	if err != nil {
 		return report.Run{}, err
-	}
-	if f.maxTime > 0 {
-		checker = checkers.WithDeadline(checker, f.maxTime)
 	}
 	name := strings.Join(files, " + ")
 	run := report.FromCheck(name, h, checker.Check(h, h.Effects))
