@@ -184,12 +184,18 @@ func loadFile(name string, opts history.LoadOptions) (*history.History, error) {
 	}
 	defer f.Close()
 	h, err := history.Load(f, opts)
-	var le *history.LineError
-	if errors.As(err, &le) {
-		return nil, fmt.Errorf("%s:%d: %s", name, le.Line, le.Msg)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, historyError(name, err)
 	}
 	return h, nil
+}
+
+// historyError names the file of a history that could not be read, and
+// the line when the history is malformed: "file:line: what was wrong".
+func historyError(name string, err error) error {
+	var le *history.LineError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%s:%d: %s", name, le.Line, le.Msg)
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }

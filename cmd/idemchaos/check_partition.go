@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -73,12 +72,8 @@ func checkPartitioned(ctx context.Context, name string, contract checkers.Contra
 	sum, res, err := partcheck.CheckFile(name, partcheck.Options{
 		Partitions: n, Only: only, Contract: contract, Names: f.invariants, MaxTime: f.maxTime, Context: ctx,
 	})
-	var le *history.LineError
-	if errors.As(err, &le) {
-		return report.Run{}, fmt.Errorf("%s:%d: %s", name, le.Line, le.Msg)
-	}
 	if err != nil {
-		return report.Run{}, fmt.Errorf("%s: %w", name, err)
+		return report.Run{}, historyError(name, err)
 	}
 	h := &history.History{Meta: sum.Meta, Events: sum.Events, Truncated: sum.Truncated, Interrupted: sum.Interrupted}
 	return report.FromCheck(name, h, res), nil
