@@ -267,17 +267,7 @@ var placeholders = []string{"intent", "tenant", "key", "n", "sku", "qty", "amoun
 var placeholderRE = regexp.MustCompile(`\{\{\s*([^{}]*?)\s*\}\}`)
 
 func (t *tree) checkEndpoint() {
-	if body, ok := t.str("/endpoint/body"); ok {
-		for _, m := range placeholderRE.FindAllStringSubmatch(body, -1) {
-			if !slices.Contains(placeholders, m[1]) || m[0] != "{{"+m[1]+"}}" {
-				hint := ""
-				if s := suggest.Closest(m[1], placeholders); s != "" {
-					hint = "; did you mean {{" + s + "}}?"
-				}
-				t.errorf(t.posOf("/endpoint/body"), "endpoint.body: unknown placeholder %s%s (known: {{%s}})", m[0], hint, strings.Join(placeholders, "}}, {{"))
-			}
-		}
-	}
+	t.checkPlaceholders("/endpoint/body")
 	t.checkPath()
 	if s, ok := t.str("/endpoint/key_header"); ok && strings.EqualFold(s, "authorization") {
 		t.errorf(t.posOf("/endpoint/key_header"), "endpoint.key_header: Authorization carries the tenant's token; choose another header")
