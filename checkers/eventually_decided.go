@@ -312,20 +312,16 @@ type failureRate struct {
 }
 
 func failureRateOf(h *history.History, keys int) failureRate {
-	n, bad := 0, 0
+	g := Globals{Keys: keys}
 	for i := range h.Attempts {
 		if a := &h.Attempts[i]; a.Outcome == history.OK {
-			n++
+			g.Answers++
 			if a.Status >= 500 {
-				bad++
+				g.Failures++
 			}
 		}
 	}
-	r := failureRate{keys: max(keys, 1)}
-	if n > 0 {
-		r.p = float64(bad) / float64(n)
-	}
-	return r
+	return g.rate()
 }
 
 // unlikely says n identical 5xx in a row are not a chance repetition: with

@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -499,7 +500,7 @@ func maxKind(dup []kindEffects) int {
 // the run has ended), and says whether any run holds two or more.
 func clusters(h *history.History, attempts []int32) (int, bool) {
 	idx := slices.Clone(attempts)
-	slices.SortFunc(idx, func(x, y int32) int { return cmpInt64(h.Attempts[x].Invoke, h.Attempts[y].Invoke) })
+	slices.SortFunc(idx, func(x, y int32) int { return cmp.Compare(h.Attempts[x].Invoke, h.Attempts[y].Invoke) })
 	n, end, multi := 0, int64(-1), false
 	for _, i := range idx {
 		a := &h.Attempts[i]
@@ -512,14 +513,4 @@ func clusters(h *history.History, attempts []int32) (int, bool) {
 		end = max(end, a.End(h.End))
 	}
 	return n, multi
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

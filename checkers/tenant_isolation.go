@@ -71,16 +71,18 @@ func (c tenantIsolation) check(ix *index) Result {
 	// execution made for it: a body equal to another tenant's is then a
 	// coincidence (services number orders per tenant: both get
 	// {"order_id":2}), not a leak.
-	executed := make(map[tenantKey]bool)
-	if h.EffectsKnown {
-		for _, e := range ix.effects {
-			executed[tenantKey{e.Tenant, e.Key}] = true
-		}
-	}
-	did := func(tk tenantKey) bool { return executed[tk] }
+	var did func(tenantKey) bool
 	if g := c.cfg.globals; g != nil && g.Executed != nil {
 		// A part of a history cut by response body holds no effects.
 		did = func(tk tenantKey) bool { return h.EffectsKnown && g.Executed(tk.tenant, tk.key) }
+	} else {
+		executed := make(map[tenantKey]bool)
+		if h.EffectsKnown {
+			for _, e := range ix.effects {
+				executed[tenantKey{e.Tenant, e.Key}] = true
+			}
+		}
+		did = func(tk tenantKey) bool { return executed[tk] }
 	}
 	seen := make(map[tenantKey]bool)
 	for i := range h.Attempts {

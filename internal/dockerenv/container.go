@@ -201,14 +201,3 @@ func (c *Container) waitReady(ctx context.Context) error {
 		}
 	}
 }
-
-// TCPReady is a Ready that succeeds once the published port accepts a
-// connection.
-func TCPReady(ctx context.Context, c *Container) error {
-	d := net.Dialer{Timeout: time.Second}
-	conn, err := d.DialContext(ctx, "tcp", c.HostAddr())
-	if err != nil {
-		return err
-	}
-	return conn.Close()
-}

@@ -22,10 +22,6 @@ const pollInterval = 10 * time.Millisecond
 // funcReady polls a function.
 type funcReady func(ctx context.Context) error
 
-// FuncReady is ready once check returns nil; it is called repeatedly until
-// then.
-func FuncReady(check func(ctx context.Context) error) Ready { return funcReady(check) }
-
 func (f funcReady) wait(ctx context.Context, in *incarnation) error {
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()

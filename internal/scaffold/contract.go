@@ -129,15 +129,6 @@ func reuseOnly(text string) bool {
 	return reuseWords.MatchString(text) && !regexp.MustCompile(`(?i)in[ _-]?progress|in[ _-]?flight|concurren|being processed`).MatchString(text)
 }
 
-func hasHeader(hs []string, name string) bool {
-	for _, h := range hs {
-		if strings.EqualFold(h, name) {
-			return true
-		}
-	}
-	return false
-}
-
 // excerpt is the sentence around the match, short enough for a comment.
 func excerpt(text string, re *regexp.Regexp) string {
 	text = strings.Join(strings.Fields(text), " ")
