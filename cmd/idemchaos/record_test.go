@@ -110,7 +110,9 @@ func recordingParts(t *testing.T, upstream, historyFile string, extra ...string)
 	var mu sync.Mutex
 	var errb strings.Builder
 	first := make(chan string, 1)
+	scanned := make(chan struct{}) // closed once every line written to stderr is in errb
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			mu.Lock()
@@ -135,6 +137,9 @@ func recordingParts(t *testing.T, upstream, historyFile string, extra ...string)
 	}
 	return proxyURL, cancel, func() (int, string) {
 		c := <-code
+		// The exit line went through the pipe before the code, but the
+		// scanner may not have stored it yet: wait for the pipe's end.
+		<-scanned
 		mu.Lock()
 		defer mu.Unlock()
 		return c, errb.String()
