@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 
 	"github.com/idemchaos/idemchaos/faults"
@@ -149,11 +148,7 @@ func checkOracleHosts(ctx context.Context, opts OpenOptions) error {
 		if err != nil || u.Host == "" {
 			return fmt.Errorf("%s: effects.url %q: want http(s)://host[:port]/path", s.Name, s.Effects.URL)
 		}
-		port := u.Port()
-		if port == "" {
-			port = map[bool]string{true: "443", false: "80"}[u.Scheme == "https"]
-		}
-		if _, err := env.ResolveLoopback(ctx, opts.Resolver, net.JoinHostPort(u.Hostname(), port), "effects.url"); err != nil {
+		if _, err := env.ResolveLoopback(ctx, opts.Resolver, env.HostPort(u), "effects.url"); err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
 		}
 	}

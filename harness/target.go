@@ -177,9 +177,5 @@ func moveOrigin(u, from, to string) (string, bool) {
 }
 
 func origin(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
-	}
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(env.HostPort(u))
 }

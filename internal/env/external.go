@@ -71,7 +71,7 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 	}
 	// Refuse before sending a single packet anywhere, and from then on
 	// connect to the addresses checked, never to the name again.
-	svcAddrs, err := checked(ctx, cfg, hostPort(target), "--target")
+	svcAddrs, err := checked(ctx, cfg, HostPort(target), "--target")
 	if err != nil {
 		return nil, fmt.Errorf("external env: %w", err)
 	}
@@ -81,7 +81,7 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 			return nil, fmt.Errorf("external env: %w", err)
 		}
 	}
-	serviceAddr, err := reachable(ctx, cfg, hostPort(target), svcAddrs)
+	serviceAddr, err := reachable(ctx, cfg, HostPort(target), svcAddrs)
 	if err != nil {
 		return nil, fmt.Errorf("external env: %w", err)
 	}
@@ -147,12 +147,13 @@ func reachable(ctx context.Context, cfg ExternalConfig, addr string, addrs []str
 	return "", first
 }
 
-// hostPort is the URL's host:port with the scheme's default port filled in.
-func hostPort(u *url.URL) string {
+// HostPort is the URL's host:port with the scheme's default port filled in
+// (443 for https, 80 otherwise): the address a request to u connects to.
+func HostPort(u *url.URL) string {
 	if u.Port() != "" {
 		return u.Host
 	}
-	if u.Scheme == "https" {
+	if strings.EqualFold(u.Scheme, "https") {
 		return net.JoinHostPort(u.Hostname(), "443")
 	}
 	return net.JoinHostPort(u.Hostname(), "80")
