@@ -19,6 +19,8 @@ func (m *Main) demoCmd() *cobra.Command {
 	var (
 		seed    int64
 		mutants []string
+		envKind string
+		images  struct{ pg, toxiproxy, reference string }
 		out     outputFlags
 	)
 	cmd := &cobra.Command{
@@ -29,8 +31,13 @@ Toxiproxy in-process, the reference service as child processes), runs every bund
 scenario against the correct reference — each must be clean — and, for every mutant
 (one known idempotency pitfall each), runs the suite until a scenario catches it.
 
+With --env docker the same matrix runs in containers instead (a private network,
+a Postgres primary and streaming standby, toxiproxy-server, the reference as a
+container); build the images once with 'idemchaos images build'.
+
 Exit 0 only if the reference is clean and every mutant is caught.`,
 		Example: `  idemchaos demo
+  idemchaos demo --env docker
   idemchaos demo --mutant check-then-insert --mutant no-lease
   idemchaos demo --seed 7 --report demo.html --junit demo.xml`,
 		Args: cobra.NoArgs,
@@ -47,8 +54,19 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 			if err := out.check(2); err != nil {
 				return usageError(err)
 			}
+			kind, err := harness.ParseEnvKind(envKind)
+			if err != nil {
+				return usageError(err)
+			}
+			if kind == harness.EnvAuto {
+				kind = harness.EnvLocal // the demo runs the reference itself
+			}
+			if kind != harness.EnvLocal && kind != harness.EnvDocker {
+				return usageError(fmt.Errorf("--env %s: demo runs the reference itself, so only local or docker", envKind))
+			}
 			ctx := cmd.Context()
-			r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: harness.EnvLocal, Mutants: harness.MatrixMutants(mutants), Scenarios: suite})
+			r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: kind, Mutants: harness.MatrixMutants(mutants), Scenarios: suite,
+				PGImage: images.pg, ToxiproxyImage: images.toxiproxy, ReferenceImage: images.reference})
 			if err != nil {
 				return usageError(err)
 			}
@@ -109,6 +127,10 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 	}
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of every generated plan")
 	cmd.Flags().StringArrayVar(&mutants, "mutant", nil, "limit the matrix to these mutants (repeatable)")
+	cmd.Flags().StringVar(&envKind, "env", m.env("ENV", "local"), "environment: local or auto (throwaway Postgres and in-process Toxiproxy) or docker (containers; env IDEMCHAOS_ENV)")
+	cmd.Flags().StringVar(&images.pg, "pg-image", m.env("PG_IMAGE", ""), "with --env docker: the Postgres image (env IDEMCHAOS_PG_IMAGE)")
+	cmd.Flags().StringVar(&images.toxiproxy, "toxiproxy-image", m.env("TOXIPROXY_IMAGE", ""), "with --env docker: the toxiproxy-server image (env IDEMCHAOS_TOXIPROXY_IMAGE)")
+	cmd.Flags().StringVar(&images.reference, "reference-image", m.env("REFERENCE_IMAGE", ""), "with --env docker: the reference service's image (env IDEMCHAOS_REFERENCE_IMAGE)")
 	out.register(cmd.Flags())
 	return cmd
 }
