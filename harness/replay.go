@@ -18,7 +18,10 @@ type Invocation struct {
 	DatabaseAddr string
 	// Plan is --plan: a saved plan that replaced the generated one.
 	Plan string
-	_    struct{}
+	// Env is --env when the run was not in the environment a bare run picks
+	// (docker: the same scenario could run locally and behave otherwise).
+	Env string
+	_   struct{}
 }
 
 // ReplayCommand is the command that runs s again exactly: the environment
@@ -53,6 +56,9 @@ func ReplayCommand(s *scenarios.Scenario, seed int64, mutant string, inv Invocat
 	}
 	if inv.Plan != "" {
 		b.WriteString(" --plan " + shellQuote(inv.Plan))
+	}
+	if inv.Env != "" {
+		b.WriteString(" --env " + shellQuote(inv.Env))
 	}
 	return b.String()
 }

@@ -68,4 +68,10 @@ effects:
 	if got != want {
 		t.Errorf("replay command\n got %s\nwant %s", got, want)
 	}
+	// A run in containers is replayed in containers.
+	got = harness.ReplayCommand(s, 42, "no-lease", harness.Invocation{Env: "docker"})
+	want = `ORDERS_DSN='postgres://app:s3 cret@127.0.0.1:5432/orders' idemchaos run -s 'my scenarios/orders.yaml' --seed 42 --mutant no-lease --env docker`
+	if got != want {
+		t.Errorf("replay command in docker\n got %s\nwant %s", got, want)
+	}
 }

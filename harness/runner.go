@@ -148,6 +148,9 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 		mutant = opts.Mutant
 	}
 	out := &Outcome{Scenario: s, Seed: opts.Seed, Mutant: mutant, Invocation: opts.Invocation}
+	if r.Docker != nil && out.Invocation.Env == "" && s.Target.Image == "" {
+		out.Invocation.Env = string(EnvDocker) // an image target picks docker by itself
+	}
 	steps := s.EffectiveSteps()
 	built := make([][]builtFault, len(steps))
 	for i := range steps {
@@ -169,7 +172,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	}
 	defer f.Close()
 	out.HistoryPath = path
-	ora := oracleFor(s, t.dsn, t.consumer != nil)
+	ora := oracleFor(s, t.dsn, t.hasConsumer())
 	begun := time.Now()
 	contract, err := s.CheckerContract()
 	if err != nil {

@@ -41,6 +41,11 @@ type target struct {
 	close    func(ctx context.Context) error
 }
 
+// hasConsumer says whether an outbox consumer runs beside the service, as
+// a local child or a container: the effects are read once it has drained
+// the queue, or a redelivery after its restart would be missed.
+func (t *target) hasConsumer() bool { return t.consumer != nil || t.procs["consumer"] != nil }
+
 var targetSeq atomic.Int64
 
 // startReference starts a fresh reference service (and consumer) with its

@@ -13,9 +13,12 @@ import (
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
-// dockerMutants need process, network and replica faults: the docker
-// environment must catch each as the local one does.
-var dockerMutants = []string{"no-lease", "commit-after-response", "replica-read", "check-then-insert", "no-key"}
+// dockerMutants need process, network, replica and consumer faults: the
+// docker environment must catch each as the local one does, with the
+// scenario designed for it (consumer-no-dedupe was once caught only later,
+// by storm, because the effects were read before the consumer container
+// had drained the redelivered message).
+var dockerMutants = []string{"no-lease", "commit-after-response", "replica-read", "check-then-insert", "no-key", "consumer-no-dedupe"}
 
 func TestDocker_BundledSuiteCleanOnReferenceAndMutantsCaught(t *testing.T) {
 	_, im := images(t)
@@ -48,6 +51,10 @@ func TestDocker_BundledSuiteCleanOnReferenceAndMutantsCaught(t *testing.T) {
 	for _, row := range m.Mutants {
 		assert.NoError(t, row.Err, row.Mutant)
 		assert.True(t, row.Caught, "mutant %s caught (expected %s)", row.Mutant, row.Expected)
+		assert.Equal(t, scenarios.DesignedFor(row.Mutant), row.Scenario, "mutant %s caught by the scenario designed for it", row.Mutant)
+		if n := len(row.Runs); n > 0 && row.Runs[n-1] != nil {
+			assert.Contains(t, row.Runs[n-1].ReplayCommand(), "--env docker", "a catch in containers is replayed in containers")
+		}
 	}
 }
 
