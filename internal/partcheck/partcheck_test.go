@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -377,4 +378,76 @@ func TestMergeRefusesWhatIsNotOneCheck(t *testing.T) {
 			t.Errorf("%s: got %v, want an error with %q", what, err, tc.want)
 		}
 	}
+}
+
+// TestSharesFromSeparateProcesses checks each partition in its own process
+// (this test binary run again), as N machines would: each process cuts the
+// history by its own hashes, so the shares make one check only if every
+// process cuts it the same way. The merge must equal the in-memory check.
+func TestSharesFromSeparateProcesses(t *testing.T) {
+	if os.Getenv("PARTCHECK_SHARE") != "" {
+		return // this is a helper process
+	}
+	dir := t.TempDir()
+	name := filepath.Join(dir, "g.jsonl")
+	if err := os.WriteFile(name, histgen.Generate(histgen.Config{Events: 6000, Tenants: 3, DupRate: 0.3, IndetRate: 0.2, Seed: 11}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	var parts []*Partial
+	for i := range n {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestShareHelper$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("PARTCHECK_SHARE=%d/%d/%s", i, n, name))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("partition %d/%d: %v", i, n, err)
+		}
+		start := bytes.IndexByte(out, '{')
+		end := bytes.LastIndexByte(out, '}')
+		if start < 0 || end < start {
+			t.Fatalf("partition %d/%d printed no share:\n%s", i, n, out)
+		}
+		var p Partial
+		if err := json.Unmarshal(out[start:end+1], &p); err != nil {
+			t.Fatalf("partition %d/%d: %v", i, n, err)
+		}
+		parts = append(parts, &p)
+	}
+	sum, got, err := Merge(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, want, err := inMemory(t, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Events != h.Events {
+		t.Fatalf("merged %d events, in memory %d", sum.Events, h.Events)
+	}
+	if d := diff(want, got); d != "" {
+		t.Fatal(d)
+	}
+}
+
+// TestShareHelper is the other process of TestSharesFromSeparateProcesses:
+// it prints the share PARTCHECK_SHARE (index/count/file) names.
+func TestShareHelper(t *testing.T) {
+	spec := os.Getenv("PARTCHECK_SHARE")
+	if spec == "" {
+		return // only run as the helper process
+	}
+	var i, n int
+	var name string
+	if _, err := fmt.Sscanf(strings.Replace(spec, "/", " ", 2), "%d %d %s", &i, &n, &name); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Check(name, Options{Partitions: n, Only: i, Dir: t.TempDir(), Contract: checkers.DefaultContract()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("%s\n", b)
 }

@@ -107,6 +107,11 @@ func (p *Partial) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Result is the merged result of this share alone: the whole history's
+// when it covers every partition, else that of its partitions (counts and
+// violations of its keys only).
+func (p *Partial) Result() (*Summary, checkers.Result) { return merge([]*Partial{p}) }
+
 // Meta is the history's meta event.
 func (p *Partial) Meta() history.Event { return p.meta }
 
