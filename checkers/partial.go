@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/gob"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idemchaos/idemchaos/history"
@@ -67,7 +68,8 @@ type wireTally struct {
 	LooseSeen       bool
 	Endpoints       []wireEndpoint
 	Stripped        []wireStripped
-	HasEndpoints    bool // nil is how a result says it kept no tallies
+	HeaderNames     []string // the names wireCand.Headers index
+	HasEndpoints    bool     // nil is how a result says it kept no tallies
 }
 
 type wireEndpoint struct {
@@ -78,7 +80,19 @@ type wireEndpoint struct {
 
 type wireStripped struct {
 	Tenant, Method, Path, Key string
-	Cands                     []history.Attempt
+	Cands                     []wireCand
+}
+
+// wireCand is a marked replay waiting for the merge: only what
+// strippedReplay reads of it (a shard of a busy trace holds millions).
+// Method and Path are the scope's unless set; Headers index the result's
+// header names (their values are never read).
+type wireCand struct {
+	Op           int64
+	Intent       string
+	Method, Path string
+	Status       int
+	Headers      []int
 }
 
 func wireOf(r Result) wireResult {
@@ -100,10 +114,24 @@ func wireOf(r Result) wireResult {
 	for e, et := range t.endpoints {
 		w.T.Endpoints = append(w.T.Endpoints, wireEndpoint{e.method, e.path, e.status, et.n, et.headers})
 	}
+	names := map[string]int{}
 	for _, s := range t.stripped {
 		ws := wireStripped{Tenant: s.s.tenant, Method: s.s.method, Path: s.s.path, Key: s.s.key}
 		for _, a := range s.cands {
-			ws.Cands = append(ws.Cands, *a)
+			c := wireCand{Op: a.Op, Intent: a.Intent, Status: a.Status}
+			if a.Method != s.s.method || a.Path != s.s.path {
+				c.Method, c.Path = a.Method, a.Path
+			}
+			for _, h := range a.RespHeaders {
+				i, ok := names[h.Name]
+				if !ok {
+					i = len(w.T.HeaderNames)
+					names[h.Name] = i
+					w.T.HeaderNames = append(w.T.HeaderNames, h.Name)
+				}
+				c.Headers = append(c.Headers, i)
+			}
+			ws.Cands = append(ws.Cands, c)
 		}
 		w.T.Stripped = append(w.T.Stripped, ws)
 	}
@@ -138,10 +166,105 @@ func (w wireResult) result() Result {
 	}
 	for _, s := range t.Stripped {
 		c := strippedCandidates{s: scope{s.Tenant, s.Method, s.Path, s.Key}}
-		for i := range s.Cands {
-			c.cands = append(c.cands, &s.Cands[i])
+		as := make([]history.Attempt, len(s.Cands))
+		for i, wc := range s.Cands {
+			a := &as[i]
+			a.Op, a.Intent, a.Method, a.Path, a.Status = wc.Op, wc.Intent, s.Method, s.Path, wc.Status
+			if wc.Method != "" || wc.Path != "" {
+				a.Method, a.Path = wc.Method, wc.Path
+			}
+			for _, h := range wc.Headers {
+				if h >= 0 && h < len(t.HeaderNames) {
+					a.RespHeaders = append(a.RespHeaders, history.Header{Name: t.HeaderNames[h]})
+				}
+			}
+			c.cands = append(c.cands, a)
 		}
 		r.t.stripped = append(r.t.stripped, c)
 	}
 	return r
+}
+
+// Detach returns r holding nothing of the history it was checked on, for a
+// part of a history checked alone ([WithGlobals]) whose result waits for
+// the others: replay-identical keeps the marked replays it leaves to
+// [Merge], and a pointer to one attempt pins the part's whole attempt
+// slice (and the strings it points into). The copies keep only what the
+// merge reads: op, intent, endpoint, status and the names of the headers
+// the contract (from opts) compares.
+func Detach(r Result, opts ...Option) Result {
+	cfg := newConfig(opts)
+	d := detacher{strs: map[string]string{}, keep: cfg.contract.keeps}
+	return d.result(r)
+}
+
+type detacher struct {
+	strs map[string]string
+	keep func(name string) bool
+}
+
+// str interns s as a copy: the header names and endpoints repeat.
+func (d *detacher) str(s string) string {
+	if c, ok := d.strs[s]; ok {
+		return c
+	}
+	c := strings.Clone(s)
+	d.strs[c] = c
+	return c
+}
+
+func (d *detacher) result(r Result) Result {
+	if len(r.Results) > 0 {
+		parts := make([]Result, len(r.Results))
+		for i, p := range r.Results {
+			parts[i] = d.result(p)
+		}
+		r.Results = parts
+	}
+	if r.t.endpoints != nil {
+		eps := make(map[endpoint]*endpointTally, len(r.t.endpoints))
+		for e, t := range r.t.endpoints {
+			hs := make(map[string]int, len(t.headers))
+			for h, n := range t.headers {
+				hs[d.str(h)] = n
+			}
+			eps[endpoint{d.str(e.method), d.str(e.path), e.status}] = &endpointTally{n: t.n, headers: hs}
+		}
+		r.t.endpoints = eps
+	}
+	if r.t.stripped != nil {
+		stripped := make([]strippedCandidates, len(r.t.stripped))
+		for i, c := range r.t.stripped {
+			s := scope{d.str(c.s.tenant), d.str(c.s.method), d.str(c.s.path), strings.Clone(c.s.key)}
+			as := make([]history.Attempt, len(c.cands))
+			cands := make([]*history.Attempt, len(c.cands))
+			for j, a := range c.cands {
+				b := &as[j]
+				b.Op, b.Intent, b.Method, b.Path, b.Status = a.Op, strings.Clone(a.Intent), d.str(a.Method), d.str(a.Path), a.Status
+				for _, h := range a.RespHeaders {
+					if d.keep(h.Name) {
+						b.RespHeaders = append(b.RespHeaders, history.Header{Name: d.str(h.Name)})
+					}
+				}
+				cands[j] = b
+			}
+			stripped[i] = strippedCandidates{s, cands}
+		}
+		r.t.stripped = stripped
+	}
+	return r
+}
+
+// keeps says whether replay-identical may compare the named header on a
+// replay: what [Contract.compared] can return, name by name.
+func (c Contract) keeps(name string) bool {
+	if c.ReplayHeaders == nil {
+		return !c.ignored(name)
+	}
+	for _, h := range c.ReplayHeaders {
+		if strings.EqualFold(h, name) {
+			return true
+		}
+	}
+	return false
 }

@@ -336,7 +336,14 @@ func checkUnit(parts []history.Part, ordered bool, names []string, opts []checke
 	if o.MaxTime > 0 {
 		c = checkers.WithDeadline(c, o.MaxTime)
 	}
-	return checkers.Leaves(c.Check(h, h.Effects)), nil
+	// Detached, a result waiting for the merge does not keep the
+	// partition's history alive: without it, every partition checked so
+	// far stays in memory.
+	res := checkers.Leaves(c.Check(h, h.Effects))
+	for i := range res {
+		res[i] = checkers.Detach(res[i], opts...)
+	}
+	return res, nil
 }
 
 // firstError returns the error of the earliest line, as a load of the
