@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/valyala/fastjson"
 )
 
@@ -134,6 +135,12 @@ type splitter struct {
 }
 
 var splitSeed = maphash.MakeSeed()
+
+// routeHash is the hash that picks a key's (or a response body's)
+// partition. Unlike splitSeed's hashes, which only key maps of this
+// process, it must be the same in every process: check --partition I/N
+// on N machines relies on each cutting the history the same way.
+func routeHash(b []byte) uint64 { return xxhash.Sum64(b) }
 
 // fact is what the split needs of one line, read from it by a parsing
 // worker so that the routing, which keeps the state, stays one cheap loop.
@@ -336,7 +343,7 @@ func parseFact(p *fastjson.Parser, f *fact) {
 	case TypeInvoke:
 		f.op = v.GetInt64("op")
 		key := v.GetStringBytes("key")
-		f.key = maphash.Bytes(splitSeed, key)
+		f.key = routeHash(key)
 		if in := v.GetStringBytes("intent"); len(in) > 0 {
 			f.intent, f.named = maphash.Bytes(splitSeed, in), true
 		}
@@ -355,12 +362,12 @@ func parseFact(p *fastjson.Parser, f *fact) {
 			f.status = v.GetInt("resp", "status")
 			if rv := v.Get("resp"); rv != nil {
 				if b, err := body(rv); err == nil && len(b) > 0 {
-					f.body, f.bodied = maphash.Bytes(splitSeed, b), true
+					f.body, f.bodied = routeHash(b), true
 				}
 			}
 		}
 	case TypeEffect:
-		f.key = maphash.Bytes(splitSeed, v.GetStringBytes("key"))
+		f.key = routeHash(v.GetStringBytes("key"))
 		f.tk = tenantKeyHash(v.GetStringBytes("tenant"), v.GetStringBytes("key"))
 		if in := v.GetStringBytes("intent"); len(in) > 0 {
 			f.intent, f.named = maphash.Bytes(splitSeed, in), true

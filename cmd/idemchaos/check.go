@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/partcheck"
 	"github.com/idemchaos/idemchaos/report"
 )
 
@@ -82,6 +83,7 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 		return m.printCheck(cmd, f, report.New([]report.Run{run}))
 	}
 	var runs []report.Run
+	var shares []*partcheck.Partial // check --partition I/N: each file's share, for merge
 	for _, name := range files {
 		contract, err := contractOf(name, f.contract)
 		if err != nil {
@@ -97,11 +99,14 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 			if f.effects != "" {
 				return usageError(fmt.Errorf("--effects reads the effects into memory: it does not combine with a partitioned check"))
 			}
-			run, err := checkPartitioned(cmd.Context(), name, contract, f, n, only)
+			run, share, err := checkPartitioned(cmd.Context(), name, contract, f, n, only)
 			if err != nil {
 				return usageError(err)
 			}
 			runs = append(runs, run)
+			if only >= 0 {
+				shares = append(shares, share)
+			}
 			continue
 		}
 		h, err := loadFile(name, contract.LoadOptions())
@@ -115,6 +120,9 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 		}
 		run := report.FromCheck(name, h, checker.Check(h, h.Effects))
 		runs = append(runs, run)
+	}
+	if len(shares) > 0 && f.json {
+		return printShares(cmd, report.New(runs), shares)
 	}
 	return m.printCheck(cmd, f, report.New(runs))
 }

@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/history"
@@ -64,17 +68,81 @@ func (f checkFlags) partitioned(name string) (n, only int, err error) {
 // near it rather than let the heap double past what the partitions need.
 const partitionedMemory = 768 << 20
 
-// checkPartitioned checks one history partition by partition.
-func checkPartitioned(ctx context.Context, name string, contract checkers.Contract, f checkFlags, n, only int) (report.Run, error) {
+// checkPartitioned checks one history partition by partition. With only
+// >= 0 it also returns that partition's share, which merge joins with the
+// other machines' shares.
+func checkPartitioned(ctx context.Context, name string, contract checkers.Contract, f checkFlags, n, only int) (report.Run, *partcheck.Partial, error) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(partitionedMemory))
 	}
-	sum, res, err := partcheck.CheckFile(name, partcheck.Options{
+	share, err := partcheck.Check(name, partcheck.Options{
 		Partitions: n, Only: only, Contract: contract, Names: f.invariants, MaxTime: f.maxTime, Context: ctx,
 	})
 	if err != nil {
-		return report.Run{}, historyError(name, err)
+		return report.Run{}, nil, historyError(name, err)
 	}
+	sum, res := share.Result()
+	return runOf(name, sum, res), share, nil
+}
+
+// runOf is the report of a history checked partition by partition.
+func runOf(name string, sum *partcheck.Summary, res checkers.Result) report.Run {
 	h := &history.History{Meta: sum.Meta, Events: sum.Events, Truncated: sum.Truncated, Interrupted: sum.Interrupted}
-	return report.FromCheck(name, h, res), nil
+	return report.FromCheck(name, h, res)
+}
+
+// shareReport is the JSON report of check --partition I/N: check's report
+// of that partition, plus each history's share ("partitions", in the order
+// of the runs), which merge joins into the report of the whole.
+type shareReport struct {
+	report.Report
+	Partitions []*partcheck.Partial `json:"partitions"`
+}
+
+// printShares prints check --partition I/N --json's report and returns
+// check's exit for that partition alone.
+func printShares(cmd *cobra.Command, rep report.Report, shares []*partcheck.Partial) error {
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(shareReport{Report: rep, Partitions: shares}); err != nil {
+		return err
+	}
+	return exitFor(rep)
+}
+
+// mergeShares joins the reports of check --partition I/N --json, one per
+// partition, into the report check gives on the whole histories. The
+// partitions of each history must all be there, once, cut from the same
+// file: anything else is an error (exit 3), never a verdict.
+func mergeShares(reps []shareReport, files []string) (report.Report, error) {
+	n := len(reps[0].Partitions)
+	for i, r := range reps {
+		if len(r.Partitions) != n {
+			return report.Report{}, fmt.Errorf("%s: %d histories, but %s has %d: the reports are of different checks", files[i], len(r.Partitions), files[0], n)
+		}
+	}
+	runs := make([]report.Run, 0, n)
+	for k := range n {
+		shares := make([]*partcheck.Partial, len(reps))
+		for i, r := range reps {
+			shares[i] = r.Partitions[k]
+			if shares[i] == nil {
+				return report.Report{}, fmt.Errorf("%s: history %d has no partition", files[i], k+1)
+			}
+		}
+		sum, res, err := partcheck.Merge(shares)
+		if err != nil {
+			return report.Report{}, err
+		}
+		name := shares[0].Source.Name
+		for _, s := range shares {
+			if s.Index == 0 {
+				name = s.Source.Name // the paths may differ between machines
+			}
+		}
+		runs = append(runs, runOf(name, sum, res))
+	}
+	out := report.New(runs)
+	out.Merged = slices.Clone(files)
+	return out, nil
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/idemchaos/idemchaos/internal/histgen"
 )
 
 // TestCheck_PartitionedSameReport runs check in memory and partitioned over
@@ -55,6 +59,117 @@ func TestCheck_PartitionFlags(t *testing.T) {
 			code, out, errs := runMain(t, tc.args...)
 			if code != tc.code || !strings.Contains(out, tc.stdout) || !strings.Contains(errs, tc.stderr) {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errs)
+			}
+		})
+	}
+}
+
+// shares runs check --partition i/n --json FILES for every i and writes each
+// report to dir, returning the report files.
+func shares(t *testing.T, dir string, n int, files ...string) []string {
+	t.Helper()
+	var out []string
+	for i := range n {
+		_, stdout, errs := runMain(t, append([]string{"check", "--json", "--partition", fmt.Sprintf("%d/%d", i, n)}, files...)...)
+		if !strings.Contains(stdout, `"partitions"`) {
+			t.Fatalf("partition %d/%d: no shares in the report\nstderr: %s", i, n, errs)
+		}
+		name := filepath.Join(dir, fmt.Sprintf("part-%d-of-%d.json", i, n))
+		if err := os.WriteFile(name, []byte(stdout), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// withoutMerged drops the "merged" field merge adds, the one difference
+// allowed from check's report.
+func withoutMerged(t *testing.T, s string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("%v:\n%s", err, s)
+	}
+	delete(m, "merged")
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestMerge_PartitionsSameAsCheck: the partitions of histories with each
+// verdict, checked one by one as N machines would and merged, give check's
+// report of the whole files: verdicts, counts, explanations, exit code.
+func TestMerge_PartitionsSameAsCheck(t *testing.T) {
+	t.Parallel()
+	files := []string{
+		"../../testdata/examples/response-drop-clean.jsonl",
+		"../../testdata/examples/response-drop-duplicate.jsonl",
+		"../../testdata/histories/exactly-once/no-effects-recorded-unknown.jsonl",
+		"../../testdata/histories/tenant-isolation/binary-body-leak-bad.jsonl",
+		"../../testdata/histories/exactly-once/body-hash-swallows-second-intent-bad.jsonl",
+	}
+	gen := filepath.Join(t.TempDir(), "generated.jsonl")
+	if err := os.WriteFile(gen, histgen.Generate(histgen.Config{Events: 4000, DupRate: 0.3, IndetRate: 0.2, Seed: 5}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, group := range [][]string{{files[0]}, {files[1]}, {files[2]}, {files[3]}, {files[4]}, {gen}, files} {
+		t.Run(filepath.Base(group[0])+fmt.Sprint(len(group)), func(t *testing.T) {
+			t.Parallel()
+			wantCode, want, _ := runMain(t, append([]string{"check", "--json"}, group...)...)
+			for _, n := range []int{2, 5} {
+				dir := t.TempDir()
+				reps := shares(t, dir, n, group...)
+				junit := filepath.Join(dir, "check.xml")
+				code, got, errs := runMain(t, append([]string{"merge", "--json", "--junit", junit}, reps...)...)
+				if code != wantCode || withoutMerged(t, got) != withoutMerged(t, want) {
+					t.Fatalf("%d partitions merged: exit %d, want %d\n%s\nwant:\n%s\nstderr: %s", n, code, wantCode, got, want, errs)
+				}
+				if b, err := os.ReadFile(junit); err != nil || !strings.Contains(string(b), "<testsuite") {
+					t.Fatalf("junit: %v\n%s", err, b)
+				}
+				code, text, _ := runMain(t, append([]string{"merge"}, reps...)...)
+				if code != wantCode || !strings.Contains(text, fmt.Sprintf("merged %d partitions: %d histories", n, len(group))) {
+					t.Fatalf("text merge: exit %d\n%s", code, text)
+				}
+			}
+		})
+	}
+}
+
+// TestMerge_PartitionsNotOneCheck: a missing or doubled partition, another
+// count, another file, or shard reports mixed in are errors (exit 3).
+func TestMerge_PartitionsNotOneCheck(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clean := "../../testdata/examples/response-drop-clean.jsonl"
+	dup := "../../testdata/examples/response-drop-duplicate.jsonl"
+	two := shares(t, filepath.Join(dir), 2, clean)
+	three := shares(t, t.TempDir(), 3, clean)
+	other := shares(t, t.TempDir(), 2, dup)
+	both := shares(t, t.TempDir(), 2, clean, dup)
+	shard := filepath.Join(dir, "shard.json")
+	if err := os.WriteFile(shard, []byte(`{"tool":"idemchaos","version":1,"runs":[],"shard":{"index":1,"total":1,"scenarios":["a"],"seeds":"1","pairs":1}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		files  []string
+		stderr string
+	}{
+		"missing":      {two[:1], "partition 1/2 of ../../testdata/examples/response-drop-clean.jsonl missing"},
+		"twice":        {[]string{two[0], two[1], two[1]}, "given twice"},
+		"other count":  {[]string{two[0], three[1]}, "different counts"},
+		"other file":   {[]string{two[0], other[1]}, "of another file"},
+		"other files":  {[]string{two[0], both[1]}, "different checks"},
+		"with a shard": {[]string{two[0], two[1], shard}, "of check --partition, the others not"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errs := runMain(t, append([]string{"merge"}, tc.files...)...)
+			if code != 3 || !strings.Contains(errs, tc.stderr) {
+				t.Fatalf("exit %d, want 3 with %q\nstdout:\n%s\nstderr:\n%s", code, tc.stderr, out, errs)
 			}
 		})
 	}

@@ -24,8 +24,8 @@ type mergeFlags struct {
 func (m *Main) mergeCmd() *cobra.Command {
 	var f mergeFlags
 	cmd := &cobra.Command{
-		Use:   "merge SHARD.json...",
-		Short: "Join the JSON reports of a sharded run into one verdict, JUnit and HTML report",
+		Use:   "merge SHARD.json... | PARTITION.json...",
+		Short: "Join the JSON reports of a sharded run, or of a check split across machines, into one verdict, JUnit and HTML report",
 		Long: `merge reads the JSON reports that run --shard i/N --json wrote, one per shard,
 and writes the report one process running every scenario × seed pair would
 have written: one verdict, one JUnit file, one HTML report, and its exit code.
@@ -38,10 +38,20 @@ The HTML report draws a timeline per violating key from the shards'
 histories: each run's history path as the shard wrote it, or the file of
 that name in --histories (where a CI job collected the shards' artifacts).
 
+merge also reads the JSON reports that check --partition i/N --json wrote,
+one per partition of the same histories, and writes the report check would
+have written on the whole files (same verdicts, counts and explanations).
+Every partition 0/N to N-1/N must be there exactly once, cut from the same
+file (each report records its size and SHA-256), checked by the same
+invariants and contract: a missing or doubled partition, another N or
+another file is an error (exit 3). The HTML report then has no timelines.
+
 Exit codes: 0 every expectation held, 1 a violation, 2 inconclusive, 3 a
 report could not be read, or the shards do not make a whole run.`,
 		Example: `  idemchaos run -s scenarios/key-reuse.yaml --seeds 1-400 --shard 2/4 --history h/ --json > shard-2.json
-  idemchaos merge shard-*.json --junit idemchaos.xml --report idemchaos.html --histories h/`,
+  idemchaos merge shard-*.json --junit idemchaos.xml --report idemchaos.html --histories h/
+  idemchaos check --partition 0/3 --json trace.jsonl > part-0.json   # on each of 3 machines
+  idemchaos merge part-*.json --junit check.xml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return m.runMerge(cmd, f, args) },
 	}
@@ -54,7 +64,8 @@ report could not be read, or the shards do not make a whole run.`,
 }
 
 func (m *Main) runMerge(cmd *cobra.Command, f mergeFlags, files []string) error {
-	reps := make([]report.Report, len(files))
+	reps := make([]shareReport, len(files))
+	shares := 0
 	for i, name := range files {
 		b, err := os.ReadFile(name)
 		if err != nil {
@@ -63,8 +74,24 @@ func (m *Main) runMerge(cmd *cobra.Command, f mergeFlags, files []string) error 
 		if err := json.Unmarshal(b, &reps[i]); err != nil {
 			return usageError(fmt.Errorf("%s: not a JSON report: %w", name, err))
 		}
+		if reps[i].Partitions != nil {
+			shares++
+		}
 	}
-	rep, err := shard.Merge(reps, files)
+	var rep report.Report
+	var err error
+	switch shares {
+	case 0:
+		plain := make([]report.Report, len(reps))
+		for i := range reps {
+			plain[i] = reps[i].Report
+		}
+		rep, err = shard.Merge(plain, files)
+	case len(files):
+		rep, err = mergeShares(reps, files)
+	default:
+		err = fmt.Errorf("merge: %d of the %d reports are of check --partition, the others not: merge joins the shards of one run or the partitions of one check", shares, len(files))
+	}
 	if err != nil {
 		return usageError(err)
 	}
@@ -74,7 +101,11 @@ func (m *Main) runMerge(cmd *cobra.Command, f mergeFlags, files []string) error 
 		}
 	}
 	if f.html != "" {
-		hs := mergedHistories(rep, f.histories)
+		var hs map[string]*history.History
+		if shares == 0 {
+			// A partitioned history is too large to load for timelines.
+			hs = mergedHistories(rep, f.histories)
+		}
 		if err := writeOutput(f.html, func(w io.Writer) error { return report.WriteHTML(w, rep, report.Timelines(rep, hs)) }); err != nil {
 			return usageError(fmt.Errorf("--report %s: %w", f.html, err))
 		}
@@ -86,7 +117,11 @@ func (m *Main) runMerge(cmd *cobra.Command, f mergeFlags, files []string) error 
 		}
 	} else {
 		report.WriteText(out, rep)
-		fmt.Fprintf(out, "merged %d shards: %d runs\n", len(files), len(rep.Runs))
+		if shares == 0 {
+			fmt.Fprintf(out, "merged %d shards: %d runs\n", len(files), len(rep.Runs))
+		} else {
+			fmt.Fprintf(out, "merged %d partitions: %d histories\n", len(files), len(rep.Runs))
+		}
 	}
 	return exitFor(rep)
 }

@@ -15,12 +15,15 @@ package partcheck
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
+	"maps"
 	"os"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
@@ -80,38 +83,77 @@ const tenantIsolation = "tenant-isolation"
 
 // CheckFile checks the history in the named file partition by partition.
 // A malformed line is a [*history.LineError] numbered as in the file.
+// With [Options.Only] set, the result is that partition's alone; [Check]
+// and [Merge] give the whole history's from every partition's.
 func CheckFile(name string, o Options) (*Summary, checkers.Result, error) {
-	var zero checkers.Result
+	p, err := Check(name, o)
+	if err != nil {
+		return nil, checkers.Result{}, err
+	}
+	sum, res := merge([]*Partial{p})
+	return sum, res, nil
+}
+
+// Check checks the history in the named file partition by partition, as
+// [CheckFile] does, and returns what it found before the merge: with
+// [Options.Only] set, one machine's share, which [Merge] joins with the
+// others' (through [Partial.MarshalJSON] when they ran elsewhere).
+func Check(name string, o Options) (*Partial, error) {
 	if o.Partitions < 1 {
-		return nil, zero, fmt.Errorf("partitions: %d, want at least 1", o.Partitions)
+		return nil, fmt.Errorf("partitions: %d, want at least 1", o.Partitions)
 	}
 	if o.Only >= o.Partitions {
-		return nil, zero, fmt.Errorf("partition %d/%d: the index must be below the count", o.Only, o.Partitions)
+		return nil, fmt.Errorf("partition %d/%d: the index must be below the count", o.Only, o.Partitions)
 	}
 	if err := o.Contract.Validate(); err != nil {
-		return nil, zero, err
+		return nil, err
 	}
 	names := o.Names
 	if len(names) == 0 {
 		names = checkers.Names()
 	}
+	settings, err := settingsOf(o)
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, zero, fmt.Errorf("open history: %w", err)
+		return nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
+	src := Source{Name: name}
+	if st, err := f.Stat(); err == nil {
+		src.Size = st.Size()
+	}
 	dir, err := os.MkdirTemp(o.Dir, "idemchaos-check-")
 	if err != nil {
-		return nil, zero, err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	ctx := o.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	sp, err := history.SplitFile(ctxReader{ctx, f}, dir, o.Partitions)
+	var in io.Reader = ctxReader{ctx, f}
+	var sum hash.Hash
+	if o.Only >= 0 {
+		// One machine's share: the merge must know that every share was
+		// cut from the same bytes. The split reads the whole file anyway;
+		// hashing it on the way costs a few percent.
+		sum = sha256.New()
+		in = io.TeeReader(in, sum)
+	}
+	sp, err := history.SplitFile(in, dir, o.Partitions)
 	if err != nil {
-		return nil, zero, err
+		return nil, err
+	}
+	if sum != nil && sp.Err == nil {
+		// The split stops at the first malformed line or the end: drain
+		// what it left so the hash covers the file.
+		if _, err := io.Copy(io.Discard, in); err != nil {
+			return nil, err
+		}
+		src.SHA256 = hex.EncodeToString(sum.Sum(nil))
 	}
 	g := &checkers.Globals{Successes: sp.Successes, Answers: sp.Answers, Failures: sp.Failures, Keys: sp.Keys,
 		Executed: func(tenant, key string) bool {
@@ -135,7 +177,8 @@ func CheckFile(name string, o Options) (*Summary, checkers.Result, error) {
 		key     int // the key partition a key unit starts with, -1 for a body unit
 	}
 	var units []unit
-	sum := &Summary{Meta: sp.Meta, Events: sp.Events, Truncated: sp.Truncated, Interrupted: sp.Interrupted}
+	out := &Partial{Index: o.Only, Total: o.Partitions, Source: src, Invariants: names, Settings: settings,
+		meta: sp.Meta, Events: sp.Events, Truncated: sp.Truncated, Interrupted: sp.Interrupted}
 	for _, grp := range sp.Groups {
 		if len(keyNames) == 0 || (o.Only >= 0 && grp[0] != o.Only) {
 			continue
@@ -145,7 +188,7 @@ func CheckFile(name string, o Options) (*Summary, checkers.Result, error) {
 			u.parts = append(u.parts, sp.KeyParts[i])
 		}
 		units = append(units, u)
-		sum.Checked = append(sum.Checked, grp...)
+		out.Checked = append(out.Checked, grp...)
 	}
 	for i, p := range sp.BodyParts {
 		if bodies && (o.Only < 0 || i == o.Only) {
@@ -180,42 +223,71 @@ func CheckFile(name string, o Options) (*Summary, checkers.Result, error) {
 	close(next)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, zero, err
+		return nil, err
 	}
 	if err := firstError(sp.Err, errs); err != nil {
-		return nil, zero, err
+		return nil, err
 	}
-	// Merge checker by checker, in the order asked.
-	var merged []checkers.Result
-	for _, n := range names {
-		var parts []checkers.Result
-		for i, u := range units {
-			if j := slices.Index(u.names, n); j >= 0 {
-				parts = append(parts, results[i][j])
-			}
+	// A write acknowledged and lost: its likely cause may be an intent
+	// with the same body under a key of another partition, of any machine's
+	// share. A second pass over every key partition finds it; only a
+	// failing history pays for it. An interrupted history's violations are
+	// dropped at the merge: no pass for them.
+	q := map[checkers.TwinScope]bool{}
+	for _, rs := range results {
+		for _, r := range rs {
+			maps.Copy(q, checkers.TwinQueries(r))
 		}
-		merged = append(merged, checkers.Merge(parts, sp.Interrupted, sp.Truncated))
 	}
-	res := checkers.Combine(merged...)
-	if q := checkers.TwinQueries(res); len(q) > 0 {
-		// A write was acknowledged and lost: its likely cause may be an
-		// intent with the same body under a key of another partition. A
-		// second pass over the key partitions finds it; only a failing
-		// history pays for it.
+	if len(q) > 0 && sp.Interrupted == "" {
 		var twins []checkers.Twin
-		for _, u := range units {
-			if u.key < 0 {
-				continue
+		for _, grp := range sp.Groups {
+			var parts []history.Part
+			for _, i := range grp {
+				parts = append(parts, sp.KeyParts[i])
 			}
-			t, err := twinsOf(u.parts, q, opts, o, sp)
+			t, err := twinsOf(parts, q, opts, o, sp)
 			if err != nil {
-				return nil, zero, err
+				return nil, err
 			}
 			twins = append(twins, t...)
 		}
-		res = checkers.ResolveTwins(res, twins)
+		for _, rs := range results {
+			for j := range rs {
+				rs[j] = checkers.ResolveTwins(rs[j], twins)
+			}
+		}
 	}
-	return sum, res, nil
+	for i, u := range units {
+		for j, n := range u.names {
+			out.results = append(out.results, partResult{name: n, res: results[i][j]})
+		}
+	}
+	return out, nil
+}
+
+// merge joins partials, ordered by index, into the result of the whole:
+// checker by checker, in the order asked, each checker's parts in the
+// order the in-memory check of every partition would have met them.
+func merge(parts []*Partial) (*Summary, checkers.Result) {
+	first := parts[0]
+	sum := &Summary{Meta: first.meta, Events: first.Events, Truncated: first.Truncated, Interrupted: first.Interrupted}
+	for _, p := range parts {
+		sum.Checked = append(sum.Checked, p.Checked...)
+	}
+	var merged []checkers.Result
+	for _, n := range first.Invariants {
+		var rs []checkers.Result
+		for _, p := range parts {
+			for _, r := range p.results {
+				if r.name == n {
+					rs = append(rs, r.res)
+				}
+			}
+		}
+		merged = append(merged, checkers.Merge(rs, first.Interrupted, first.Truncated))
+	}
+	return sum, checkers.Combine(merged...)
 }
 
 // twinsOf returns the executed intents of some partitions that sent a
@@ -264,7 +336,14 @@ func checkUnit(parts []history.Part, ordered bool, names []string, opts []checke
 	if o.MaxTime > 0 {
 		c = checkers.WithDeadline(c, o.MaxTime)
 	}
-	return checkers.Leaves(c.Check(h, h.Effects)), nil
+	// Detached, a result waiting for the merge does not keep the
+	// partition's history alive: without it, every partition checked so
+	// far stays in memory.
+	res := checkers.Leaves(c.Check(h, h.Effects))
+	for i := range res {
+		res[i] = checkers.Detach(res[i], opts...)
+	}
+	return res, nil
 }
 
 // firstError returns the error of the earliest line, as a load of the

@@ -3,9 +3,11 @@ package partcheck
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -82,6 +84,43 @@ func same(t tb, tmp, name string, n int) {
 	if d := diff(want, got); d != "" {
 		t.Fatalf("%s, %d partitions: %s", name, n, d)
 	}
+	if n > 1 {
+		sum, got = acrossMachines(t, tmp, name, n)
+		if sum.Events != h.Events || sum.Truncated != h.Truncated || sum.Interrupted != h.Interrupted || sum.Meta.Scenario != h.Meta.Scenario || sum.Meta.Seed != h.Meta.Seed {
+			t.Fatalf("%s, %d machines: summary %+v, in memory events %d truncated %v interrupted %q", name, n, sum, h.Events, h.Truncated, h.Interrupted)
+		}
+		if d := diff(want, got); d != "" {
+			t.Fatalf("%s, %d machines: %s", name, n, d)
+		}
+	}
+}
+
+// acrossMachines checks each of the n partitions of name alone, as n
+// machines would, sends each share through its JSON form, and merges them
+// in reverse order (the merge must not depend on the order given).
+func acrossMachines(t tb, tmp, name string, n int) (*Summary, checkers.Result) {
+	t.Helper()
+	var parts []*Partial
+	for i := n - 1; i >= 0; i-- {
+		p, err := Check(name, Options{Partitions: n, Only: i, Workers: 1, Dir: tmp, Contract: contractOf(t, name)})
+		if err != nil {
+			t.Fatalf("%s, partition %d/%d: %v", name, i, n, err)
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Partial
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, &back)
+	}
+	sum, res, err := Merge(parts)
+	if err != nil {
+		t.Fatalf("%s, %d machines: %v", name, n, err)
+	}
+	return sum, res
 }
 
 func diff(want, got checkers.Result) string {
@@ -283,4 +322,132 @@ func TestCancelledCheckStopsAndCleansUp(t *testing.T) {
 	if len(left) != 0 {
 		t.Fatalf("partition files left behind: %v", left)
 	}
+}
+
+// TestMergeRefusesWhatIsNotOneCheck: a missing or doubled partition, shares
+// of different counts, files or contracts give an error, never a verdict.
+func TestMergeRefusesWhatIsNotOneCheck(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "g.jsonl")
+	if err := os.WriteFile(name, histgen.Generate(histgen.Default(3000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.jsonl")
+	if err := os.WriteFile(other, histgen.Generate(histgen.Config{Events: 3000, Seed: 2}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	share := func(file string, i, n int, o Options) *Partial {
+		t.Helper()
+		o.Partitions, o.Only, o.Dir = n, i, t.TempDir()
+		if o.Contract.Profile.Name == "" {
+			o.Contract = checkers.DefaultContract()
+		}
+		p, err := Check(file, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p0, p1 := share(name, 0, 2, Options{}), share(name, 1, 2, Options{})
+	if p0.Source.SHA256 == "" || p0.Source.SHA256 != p1.Source.SHA256 || p0.Source.Size == 0 {
+		t.Fatalf("sources %+v and %+v: want the same size and hash", p0.Source, p1.Source)
+	}
+	if _, r, err := Merge([]*Partial{p1, p0}); err != nil || r.Verdict != checkers.Pass {
+		t.Fatalf("the two shares: %v %v, want a pass", r.Verdict, err)
+	}
+	loose := checkers.DefaultContract()
+	loose.Fingerprint = "strict"
+	whole, err := Check(name, Options{Partitions: 2, Only: -1, Dir: t.TempDir(), Contract: checkers.DefaultContract()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, tc := range map[string]struct {
+		parts []*Partial
+		want  string
+	}{
+		"missing":        {[]*Partial{p0}, "partition 1/2 of " + name + " missing"},
+		"twice":          {[]*Partial{p0, p1, p1}, "partition 1/2 given twice"},
+		"other count":    {[]*Partial{p0, p1, share(name, 2, 3, Options{})}, "different counts"},
+		"other file":     {[]*Partial{p0, share(other, 1, 2, Options{})}, "of another file"},
+		"other contract": {[]*Partial{p0, share(name, 1, 2, Options{Contract: loose})}, "other invariants or contract"},
+		"other checks":   {[]*Partial{p0, share(name, 1, 2, Options{Names: []string{"exactly-once"}})}, "other invariants or contract"},
+		"whole":          {[]*Partial{whole}, "checked whole"},
+		"none":           {nil, "no partitions"},
+	} {
+		if _, _, err := Merge(tc.parts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error with %q", what, err, tc.want)
+		}
+	}
+}
+
+// TestSharesFromSeparateProcesses checks each partition in its own process
+// (this test binary run again), as N machines would: each process cuts the
+// history by its own hashes, so the shares make one check only if every
+// process cuts it the same way. The merge must equal the in-memory check.
+func TestSharesFromSeparateProcesses(t *testing.T) {
+	if os.Getenv("PARTCHECK_SHARE") != "" {
+		return // this is a helper process
+	}
+	dir := t.TempDir()
+	name := filepath.Join(dir, "g.jsonl")
+	if err := os.WriteFile(name, histgen.Generate(histgen.Config{Events: 6000, Tenants: 3, DupRate: 0.3, IndetRate: 0.2, Seed: 11}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	var parts []*Partial
+	for i := range n {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestShareHelper$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("PARTCHECK_SHARE=%d/%d/%s", i, n, name))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("partition %d/%d: %v", i, n, err)
+		}
+		start := bytes.IndexByte(out, '{')
+		end := bytes.LastIndexByte(out, '}')
+		if start < 0 || end < start {
+			t.Fatalf("partition %d/%d printed no share:\n%s", i, n, out)
+		}
+		var p Partial
+		if err := json.Unmarshal(out[start:end+1], &p); err != nil {
+			t.Fatalf("partition %d/%d: %v", i, n, err)
+		}
+		parts = append(parts, &p)
+	}
+	sum, got, err := Merge(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, want, err := inMemory(t, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Events != h.Events {
+		t.Fatalf("merged %d events, in memory %d", sum.Events, h.Events)
+	}
+	if d := diff(want, got); d != "" {
+		t.Fatal(d)
+	}
+}
+
+// TestShareHelper is the other process of TestSharesFromSeparateProcesses:
+// it prints the share PARTCHECK_SHARE (index/count/file) names.
+func TestShareHelper(t *testing.T) {
+	spec := os.Getenv("PARTCHECK_SHARE")
+	if spec == "" {
+		return // only run as the helper process
+	}
+	var i, n int
+	var name string
+	if _, err := fmt.Sscanf(strings.Replace(spec, "/", " ", 2), "%d %d %s", &i, &n, &name); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Check(name, Options{Partitions: n, Only: i, Dir: t.TempDir(), Contract: checkers.DefaultContract()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("%s\n", b)
 }

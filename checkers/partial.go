@@ -1,0 +1,270 @@
+package checkers
+
+import (
+	"bytes"
+	"encoding/gob"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idemchaos/idemchaos/history"
+)
+
+// MarshalPartial encodes a result of a part of a history (checked with
+// [WithGlobals]) with everything [Merge] needs of it: the counts behind its
+// verdict and the questions its violations leave to the whole history. A
+// machine that checked one partition sends it; the one that merges reads it
+// back with [UnmarshalPartial]. Gob rather than JSON: explanations quote
+// response bodies, whose bytes must come back exactly, valid UTF-8 or not.
+func MarshalPartial(r Result) ([]byte, error) {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(wireOf(r)); err != nil {
+		return nil, fmt.Errorf("encode partial result %s: %w", r.Name, err)
+	}
+	return b.Bytes(), nil
+}
+
+// UnmarshalPartial decodes what [MarshalPartial] encoded.
+func UnmarshalPartial(p []byte) (Result, error) {
+	var w wireResult
+	if err := gob.NewDecoder(bytes.NewReader(p)).Decode(&w); err != nil {
+		return Result{}, fmt.Errorf("decode partial result: %w", err)
+	}
+	return w.result(), nil
+}
+
+// The wire types mirror Result with its unexported state made exported,
+// as gob needs; they are private so that the state stays the package's.
+type wireResult struct {
+	Name       string
+	Verdict    Verdict
+	Violations []wireViolation
+	Reason     string
+	Checked    int
+	Results    []wireResult
+	T          wireTally
+}
+
+type wireViolation struct {
+	V       Violation // the exported fields; gob skips the rest
+	IfLoose string
+	Twin    *wireTwin
+}
+
+type wireTwin struct {
+	Tenant, Method, Path string
+	Body                 uint64
+	Unit                 string
+}
+
+type wireTally struct {
+	Settle          settleKind
+	Early           string
+	NoCrash, Unread bool
+	Orphans         int
+	Undecidable     int
+	Bound, Budget   time.Duration
+	Left, Keys      int
+	LooseSeen       bool
+	Endpoints       []wireEndpoint
+	Stripped        []wireStripped
+	HeaderNames     []string // the names wireCand.Headers index
+	HasEndpoints    bool     // nil is how a result says it kept no tallies
+}
+
+type wireEndpoint struct {
+	Method, Path string
+	Status, N    int
+	Headers      map[string]int
+}
+
+type wireStripped struct {
+	Tenant, Method, Path, Key string
+	Cands                     []wireCand
+}
+
+// wireCand is a marked replay waiting for the merge: only what
+// strippedReplay reads of it (a shard of a busy trace holds millions).
+// Method and Path are the scope's unless set; Headers index the result's
+// header names (their values are never read).
+type wireCand struct {
+	Op           int64
+	Intent       string
+	Method, Path string
+	Status       int
+	Headers      []int
+}
+
+func wireOf(r Result) wireResult {
+	w := wireResult{Name: r.Name, Verdict: r.Verdict, Reason: r.Reason, Checked: r.Checked}
+	for _, v := range r.Violations {
+		wv := wireViolation{V: v, IfLoose: v.ifLoose}
+		if q := v.twin; q != nil {
+			wv.Twin = &wireTwin{q.scope.tenant, q.scope.method, q.scope.path, q.scope.body, q.unit}
+		}
+		w.Violations = append(w.Violations, wv)
+	}
+	for _, p := range r.Results {
+		w.Results = append(w.Results, wireOf(p))
+	}
+	t := r.t
+	w.T = wireTally{Settle: t.settle, Early: t.early, NoCrash: t.noCrash, Unread: t.unread, Orphans: t.orphans,
+		Undecidable: t.undecidable, Bound: t.bound, Budget: t.budget, Left: t.left, Keys: t.keys, LooseSeen: t.looseSeen,
+		HasEndpoints: t.endpoints != nil}
+	for e, et := range t.endpoints {
+		w.T.Endpoints = append(w.T.Endpoints, wireEndpoint{e.method, e.path, e.status, et.n, et.headers})
+	}
+	names := map[string]int{}
+	for _, s := range t.stripped {
+		ws := wireStripped{Tenant: s.s.tenant, Method: s.s.method, Path: s.s.path, Key: s.s.key}
+		for _, a := range s.cands {
+			c := wireCand{Op: a.Op, Intent: a.Intent, Status: a.Status}
+			if a.Method != s.s.method || a.Path != s.s.path {
+				c.Method, c.Path = a.Method, a.Path
+			}
+			for _, h := range a.RespHeaders {
+				i, ok := names[h.Name]
+				if !ok {
+					i = len(w.T.HeaderNames)
+					names[h.Name] = i
+					w.T.HeaderNames = append(w.T.HeaderNames, h.Name)
+				}
+				c.Headers = append(c.Headers, i)
+			}
+			ws.Cands = append(ws.Cands, c)
+		}
+		w.T.Stripped = append(w.T.Stripped, ws)
+	}
+	return w
+}
+
+func (w wireResult) result() Result {
+	r := Result{Name: w.Name, Verdict: w.Verdict, Reason: w.Reason, Checked: w.Checked}
+	for _, wv := range w.Violations {
+		v := wv.V
+		v.ifLoose = wv.IfLoose
+		if q := wv.Twin; q != nil {
+			v.twin = &twinQuery{bodyScope{q.Tenant, q.Method, q.Path, q.Body}, q.Unit}
+		}
+		r.Violations = append(r.Violations, v)
+	}
+	for _, p := range w.Results {
+		r.Results = append(r.Results, p.result())
+	}
+	t := w.T
+	r.t = tally{settle: t.Settle, early: t.Early, noCrash: t.NoCrash, unread: t.Unread, orphans: t.Orphans,
+		undecidable: t.Undecidable, bound: t.Bound, budget: t.Budget, left: t.Left, keys: t.Keys, looseSeen: t.LooseSeen}
+	if t.HasEndpoints {
+		r.t.endpoints = make(map[endpoint]*endpointTally, len(t.Endpoints))
+	}
+	for _, e := range t.Endpoints {
+		h := e.Headers
+		if h == nil {
+			h = map[string]int{}
+		}
+		r.t.endpoints[endpoint{e.Method, e.Path, e.Status}] = &endpointTally{n: e.N, headers: h}
+	}
+	for _, s := range t.Stripped {
+		c := strippedCandidates{s: scope{s.Tenant, s.Method, s.Path, s.Key}}
+		as := make([]history.Attempt, len(s.Cands))
+		for i, wc := range s.Cands {
+			a := &as[i]
+			a.Op, a.Intent, a.Method, a.Path, a.Status = wc.Op, wc.Intent, s.Method, s.Path, wc.Status
+			if wc.Method != "" || wc.Path != "" {
+				a.Method, a.Path = wc.Method, wc.Path
+			}
+			for _, h := range wc.Headers {
+				if h >= 0 && h < len(t.HeaderNames) {
+					a.RespHeaders = append(a.RespHeaders, history.Header{Name: t.HeaderNames[h]})
+				}
+			}
+			c.cands = append(c.cands, a)
+		}
+		r.t.stripped = append(r.t.stripped, c)
+	}
+	return r
+}
+
+// Detach returns r holding nothing of the history it was checked on, for a
+// part of a history checked alone ([WithGlobals]) whose result waits for
+// the others: replay-identical keeps the marked replays it leaves to
+// [Merge], and a pointer to one attempt pins the part's whole attempt
+// slice (and the strings it points into). The copies keep only what the
+// merge reads: op, intent, endpoint, status and the names of the headers
+// the contract (from opts) compares.
+func Detach(r Result, opts ...Option) Result {
+	cfg := newConfig(opts)
+	d := detacher{strs: map[string]string{}, keep: cfg.contract.keeps}
+	return d.result(r)
+}
+
+type detacher struct {
+	strs map[string]string
+	keep func(name string) bool
+}
+
+// str interns s as a copy: the header names and endpoints repeat.
+func (d *detacher) str(s string) string {
+	if c, ok := d.strs[s]; ok {
+		return c
+	}
+	c := strings.Clone(s)
+	d.strs[c] = c
+	return c
+}
+
+func (d *detacher) result(r Result) Result {
+	if len(r.Results) > 0 {
+		parts := make([]Result, len(r.Results))
+		for i, p := range r.Results {
+			parts[i] = d.result(p)
+		}
+		r.Results = parts
+	}
+	if r.t.endpoints != nil {
+		eps := make(map[endpoint]*endpointTally, len(r.t.endpoints))
+		for e, t := range r.t.endpoints {
+			hs := make(map[string]int, len(t.headers))
+			for h, n := range t.headers {
+				hs[d.str(h)] = n
+			}
+			eps[endpoint{d.str(e.method), d.str(e.path), e.status}] = &endpointTally{n: t.n, headers: hs}
+		}
+		r.t.endpoints = eps
+	}
+	if r.t.stripped != nil {
+		stripped := make([]strippedCandidates, len(r.t.stripped))
+		for i, c := range r.t.stripped {
+			s := scope{d.str(c.s.tenant), d.str(c.s.method), d.str(c.s.path), strings.Clone(c.s.key)}
+			as := make([]history.Attempt, len(c.cands))
+			cands := make([]*history.Attempt, len(c.cands))
+			for j, a := range c.cands {
+				b := &as[j]
+				b.Op, b.Intent, b.Method, b.Path, b.Status = a.Op, strings.Clone(a.Intent), d.str(a.Method), d.str(a.Path), a.Status
+				for _, h := range a.RespHeaders {
+					if d.keep(h.Name) {
+						b.RespHeaders = append(b.RespHeaders, history.Header{Name: d.str(h.Name)})
+					}
+				}
+				cands[j] = b
+			}
+			stripped[i] = strippedCandidates{s, cands}
+		}
+		r.t.stripped = stripped
+	}
+	return r
+}
+
+// keeps says whether replay-identical may compare the named header on a
+// replay: what [Contract.compared] can return, name by name.
+func (c Contract) keeps(name string) bool {
+	if c.ReplayHeaders == nil {
+		return !c.ignored(name)
+	}
+	for _, h := range c.ReplayHeaders {
+		if strings.EqualFold(h, name) {
+			return true
+		}
+	}
+	return false
+}
