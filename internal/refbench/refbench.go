@@ -205,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Client = fmt.Sprintf("an in-process Go HTTP/1.1 client (%d goroutines; wrk not found)", cfg.Concurrency)
 	if cfg.Wrk != "" {
-		res.Client = fmt.Sprintf("wrk -t %d -c %d (a Lua script picks each request's key)", clientThreads, cfg.Concurrency)
+		res.Client = fmt.Sprintf("wrk -t %d -c %d (a Lua script picks each request's key; p99 is the worst slice's, as wrk logs no request)", clientThreads, cfg.Concurrency)
 		svcNew = func(round int) (Phase, error) {
 			return runWrk(ctx, cfg, addr, fmt.Sprintf("new%d", round), wrkNewScript(fmt.Sprintf("w%d", round)))
 		}
