@@ -184,3 +184,45 @@ func validNumber(b []byte) bool {
 	}
 	return i == len(b)
 }
+
+// plainHeaders reads a stored header object ({"name":"value",…}) when every
+// name and value is a plain string (see plainString) and there are at most
+// 8 of them, which is what the service stores; ok == false sends the caller
+// to encoding/json. Like decoding into a map, a repeated name keeps its
+// last value once the pairs are applied in order.
+func plainHeaders(raw []byte) (kv [8][2]string, n int, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return kv, 0, false
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return kv, 0, skipSpace(raw, i+1) == len(raw)
+	}
+	for n < len(kv) {
+		k, j, ok := plainString(raw, i)
+		if !ok {
+			return kv, 0, false
+		}
+		j = skipSpace(raw, j)
+		if j >= len(raw) || raw[j] != ':' {
+			return kv, 0, false
+		}
+		v, j, ok := plainString(raw, skipSpace(raw, j+1))
+		if !ok {
+			return kv, 0, false
+		}
+		kv[n] = [2]string{string(k), string(v)}
+		n++
+		j = skipSpace(raw, j)
+		switch {
+		case j < len(raw) && raw[j] == '}':
+			return kv, n, skipSpace(raw, j+1) == len(raw)
+		case j < len(raw) && raw[j] == ',':
+			i = skipSpace(raw, j+1)
+		default:
+			return kv, 0, false
+		}
+	}
+	return kv, 0, false
+}

@@ -2,6 +2,8 @@ package reference
 
 import (
 	"bytes"
+	"encoding/json"
+	"maps"
 	"math/rand/v2"
 	"testing"
 )
@@ -107,4 +109,35 @@ func FuzzCanonicalFlat(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) { sameAsGeneral(t, raw) })
+}
+
+func TestPlainHeaders_SameAsEncodingJSON(t *testing.T) {
+	cases := []string{
+		`{"Content-Type":"application/json","Location":"/v1/orders/ord_ABC"}`,
+		`{"Location": "/v1/orders/x", "Content-Type": "application/json"}`,
+		` {} `, `{"A":"1","A":"2"}`, `{"A":"1",}`, `{"A":1}`, `{"A":"\u0041"}`, `{"A":"<"}`, `null`, `[]`, ``,
+		`{"A":"1"} x`, `{"A":"1" "B":"2"}`, `{"a":"","b":"","c":"","d":"","e":"","f":"","g":"","h":"","i":""}`,
+	}
+	took := 0
+	for _, c := range cases {
+		kv, n, ok := plainHeaders([]byte(c))
+		if !ok {
+			continue
+		}
+		took++
+		var want map[string]string
+		if err := json.Unmarshal([]byte(c), &want); err != nil {
+			t.Fatalf("%q: fast path accepted what encoding/json rejects: %v", c, err)
+		}
+		got := map[string]string{}
+		for _, h := range kv[:n] {
+			got[h[0]] = h[1]
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("%q: fast path %v, encoding/json %v", c, got, want)
+		}
+	}
+	if took != 4 {
+		t.Fatalf("fast path took %d cases, want the 4 plain ones", took)
+	}
 }

@@ -294,10 +294,16 @@ func (s *server) replay(w http.ResponseWriter, rc *reqCtx, rec *keyRecord) {
 		rc.write(w, http.StatusOK, outcomeReplayed, nil)
 		return
 	}
-	var hdr map[string]string
-	_ = json.Unmarshal(rec.headers, &hdr)
-	for k, v := range hdr {
-		w.Header().Set(k, v)
+	if kv, n, ok := plainHeaders(rec.headers); ok {
+		for _, h := range kv[:n] {
+			w.Header().Set(h[0], h[1])
+		}
+	} else {
+		var hdr map[string]string
+		_ = json.Unmarshal(rec.headers, &hdr)
+		for k, v := range hdr {
+			w.Header().Set(k, v)
+		}
 	}
 	body := rec.body
 	if s.m.is(mutantRegenerateOnReplay) {
