@@ -12,7 +12,7 @@
 // that on both sides the client neither shares the server's runtime nor
 // costs much next to it. (When wrk is missing, an in-process Go client
 // loads the service instead; it then shares the service's Go runtime, its
-// Ps and its GC, as pgbench's client shares nothing with Postgres.)
+// Ps and its GC, whereas pgbench's client shares nothing with Postgres.)
 // Both sides replay 1000 stored records of one tenant, uniformly at
 // random.
 //
