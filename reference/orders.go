@@ -155,8 +155,19 @@ func (s *server) parseOrder(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 
 // canonicalOrder validates the body and returns its canonical form: the
 // JSON re-encoded with sorted keys and no insignificant whitespace, so a
-// retry that re-serialises the same payload has the same fingerprint.
+// retry that re-serialises the same payload has the same fingerprint. A
+// plain flat body takes the allocation-light [canonicalFlat], which yields
+// the same bytes.
 func canonicalOrder(raw []byte) ([]byte, orderBody, error) {
+	if canon, body, ok := canonicalFlat(raw); ok {
+		return canon, body, nil
+	}
+	return canonicalGeneral(raw)
+}
+
+// canonicalGeneral is canonicalOrder for any body: decode into a map, check
+// the fields, re-encode.
+func canonicalGeneral(raw []byte) ([]byte, orderBody, error) {
 	var generic map[string]any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -283,10 +294,16 @@ func (s *server) replay(w http.ResponseWriter, rc *reqCtx, rec *keyRecord) {
 		rc.write(w, http.StatusOK, outcomeReplayed, nil)
 		return
 	}
-	var hdr map[string]string
-	_ = json.Unmarshal(rec.headers, &hdr)
-	for k, v := range hdr {
-		w.Header().Set(k, v)
+	if kv, n, ok := plainHeaders(rec.headers); ok {
+		for _, h := range kv[:n] {
+			w.Header().Set(h[0], h[1])
+		}
+	} else {
+		var hdr map[string]string
+		_ = json.Unmarshal(rec.headers, &hdr)
+		for k, v := range hdr {
+			w.Header().Set(k, v)
+		}
 	}
 	body := rec.body
 	if s.m.is(mutantRegenerateOnReplay) {

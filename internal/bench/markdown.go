@@ -376,7 +376,8 @@ func (r *Report) referenceMD(p printer) {
 	p("The reference served in-process on a throwaway database, against pgbench (`-M prepared`) running the very same SQL "+
 		"(`reference.BenchSQL`): a new key is the claim, then debit + completion + order + ledger + outbox in one transaction; a "+
 		"replay is the claim statement losing to a stored record. Concurrency %d on both sides, %s slices alternating service and "+
-		"pgbench; medians over slices, p99 over every request.", x.Concurrency, x.Slice)
+		"pgbench; medians over slices, p99 over every request. The service's load generator: %s; pgbench's: -j 2, a separate "+
+		"process too.", x.Concurrency, x.Slice, x.Client)
 	p("")
 	p("| workload | service req/s median (min–max) | pgbench tps median (min–max) | service / pgbench | service p99 | pgbench p99 |")
 	p("|---|---|---|---|---|---|")

@@ -27,6 +27,8 @@ type ReferenceResult struct {
 	SvcNewRate, PgNewRate, SvcReplayRate, PgReplayRate float64
 	SvcNewP99, PgNewP99, SvcReplayP99, PgReplayP99     float64
 	PgbenchVersion                                     string
+	// Client is the service's load generator (see refbench.Result.Client).
+	Client string
 }
 
 func (b *bench) reference(ctx context.Context) error {
@@ -39,7 +41,7 @@ func (b *bench) reference(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := refbench.Run(ctx, refbench.Config{DSN: dsn, Pgbench: b.opts.Pgbench, Concurrency: b.opts.Concurrency,
+	res, err := refbench.Run(ctx, refbench.Config{DSN: dsn, Pgbench: b.opts.Pgbench, Wrk: b.opts.Wrk, Concurrency: b.opts.Concurrency,
 		Slice: b.opts.Slice, Rounds: b.opts.Repeats, Logf: b.logf})
 	if res == nil {
 		return err
@@ -51,6 +53,6 @@ func (b *bench) reference(ctx context.Context) error {
 		HTTPFloor: Summarize(res.HTTPFloor.Rates), PgxFloor: Summarize(res.PgxFloor.Rates), Ceiling: res.Ceiling(),
 		SvcNewRate: res.SvcNew.Rate(), PgNewRate: res.PgNew.Rate(), SvcReplayRate: res.SvcReplay.Rate(), PgReplayRate: res.PgReplay.Rate(),
 		SvcNewP99: ms(&res.SvcNew), PgNewP99: ms(&res.PgNew), SvcReplayP99: ms(&res.SvcReplay), PgReplayP99: ms(&res.PgReplay),
-		PgbenchVersion: res.PgbenchVersion}
+		PgbenchVersion: res.PgbenchVersion, Client: res.Client}
 	return err
 }

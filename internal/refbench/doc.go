@@ -7,9 +7,14 @@
 //
 // Workloads alternate in slices (service, pgbench, service, …) so that load
 // from anything else on the machine hits both sides alike. The service's
-// load generator is a minimal HTTP/1.1 client on kept-alive connections
-// (wrk-style), so that, as with pgbench, the client's own cost stays small
-// next to the server's.
+// load generator is wrk, a separate C process with as many threads as
+// pgbench's (-t 2, -j 2) and the same number of kept-alive connections, so
+// that on both sides the client neither shares the server's runtime nor
+// costs much next to it. (When wrk is missing, an in-process Go client
+// loads the service instead; it then shares the service's Go runtime, its
+// Ps and its GC, whereas pgbench's client shares nothing with Postgres.)
+// Both sides replay 1000 stored records of one tenant, uniformly at
+// random.
 //
 // It is shared by reference's benchmark (go test -bench VersusPgbench) and
 // by idemchaos bench.

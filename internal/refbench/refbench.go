@@ -34,6 +34,10 @@ type Config struct {
 	DSN string
 	// Pgbench is the pgbench binary ("" = from PATH, else /usr/bin/pgbench).
 	Pgbench string
+	// Wrk is the wrk binary that loads the service ("" = from PATH). When
+	// there is none, an in-process Go client loads it instead, and
+	// [Result.Client] says so.
+	Wrk string
 	// Dir holds pgbench's scripts and logs ("" = a temporary directory,
 	// removed afterwards).
 	Dir string
@@ -55,6 +59,9 @@ func (c *Config) defaults() {
 		} else {
 			c.Pgbench = "/usr/bin/pgbench"
 		}
+	}
+	if c.Wrk == "" {
+		c.Wrk, _ = exec.LookPath("wrk")
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = 16
@@ -111,7 +118,20 @@ type Result struct {
 	HTTPFloor, PgxFloor Phase
 	// PgbenchVersion is what pgbench --version printed.
 	PgbenchVersion string
+	// Client describes the service's load generator (wrk, or the
+	// in-process Go client when wrk is missing).
+	Client string
 }
+
+// clientThreads is the client threads on both sides: pgbench's -j and
+// wrk's -t. Both load generators are separate C processes with their own
+// threads, so neither side's client takes CPU from the server it loads
+// (Postgres for pgbench, the service's Go runtime for wrk).
+const clientThreads = 2
+
+// replayKeys is how many stored records each side replays, uniformly at
+// random: pgbench pgr-1 … pgr-N of t1, the service rep-1 … rep-N of t1.
+const replayKeys = 1000
 
 // Ceiling is the structural ceiling of a replay: the HTTP floor and the pgx
 // floor in series.
@@ -159,23 +179,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer func() { cancel(); <-done }()
 
 	var keySeq atomic.Int64
-	var mu sync.Mutex
-	var known [][2]string // (token, key) created so far, for the replay phase
 	newKey := func(int) (string, string) {
 		n := keySeq.Add(1)
-		tok, k := fmt.Sprintf("tok-t%d", n%3+1), fmt.Sprintf("bench-%d", n)
-		mu.Lock()
-		known = append(known, [2]string{tok, k})
-		mu.Unlock()
-		return tok, k
+		return fmt.Sprintf("tok-t%d", n%3+1), fmt.Sprintf("bench-%d", n)
 	}
-	replayKey := func(int) (string, string) {
-		mu.Lock()
-		defer mu.Unlock()
-		p := known[rand.IntN(len(known))]
-		return p[0], p[1]
+	replayKey := func(int) (string, string) { return "tok-t1", "rep-" + strconv.Itoa(rand.IntN(replayKeys)+1) }
+	if err := seedReplayRecords(ctx, cfg.DSN, replayKeys); err != nil {
+		return nil, err
 	}
-	if err := seedReplayRecords(ctx, cfg.DSN, 1000); err != nil {
+	// The service's records to replay are made by the service itself, so
+	// that their fingerprints are its own.
+	if err := createReplayKeys(ctx, addr, cfg.Concurrency); err != nil {
 		return nil, err
 	}
 	newScript, replayScript := pgbenchNewScript(), pgbenchReplayScript()
@@ -183,10 +197,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if _, err := runPhase(ctx, addr, cfg.Concurrency, 500*time.Millisecond, newKey); err != nil {
 		return nil, err
 	}
+	// svcNew, svcReplay and httpFloor load the service (or the floor) for
+	// one slice, with wrk when there is one.
+	svcNew := func(round int) (Phase, error) { return runPhase(ctx, addr, cfg.Concurrency, cfg.Slice, newKey) }
+	svcReplay := func(target string) (Phase, error) {
+		return runPhase(ctx, target, cfg.Concurrency, cfg.Slice, replayKey)
+	}
+	res.Client = fmt.Sprintf("an in-process Go HTTP/1.1 client (%d goroutines; wrk not found)", cfg.Concurrency)
+	if cfg.Wrk != "" {
+		res.Client = fmt.Sprintf("wrk -t %d -c %d (a Lua script picks each request's key; p99 is the worst slice's, as wrk logs no request)", clientThreads, cfg.Concurrency)
+		svcNew = func(round int) (Phase, error) {
+			return runWrk(ctx, cfg, addr, fmt.Sprintf("new%d", round), wrkNewScript(fmt.Sprintf("w%d", round)))
+		}
+		svcReplay = func(target string) (Phase, error) { return runWrk(ctx, cfg, target, "replay", wrkReplayScript()) }
+	}
 
 	for round := range cfg.Rounds {
 		cfg.Logf("reference vs pgbench: new keys, round %d/%d", round+1, cfg.Rounds)
-		p, err := runPhase(ctx, addr, cfg.Concurrency, cfg.Slice, newKey)
+		p, err := svcNew(round)
 		if err != nil {
 			return nil, err
 		}
@@ -203,7 +231,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer stopFloor()
 	for round := range cfg.Rounds {
 		cfg.Logf("reference vs pgbench: replays and floors, round %d/%d", round+1, cfg.Rounds)
-		p, err := runPhase(ctx, addr, cfg.Concurrency, cfg.Slice, replayKey)
+		p, err := svcReplay(addr)
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +240,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 		res.PgReplay.add(p)
-		if p, err = runPhase(ctx, floorAddr, cfg.Concurrency, cfg.Slice, replayKey); err != nil {
+		if p, err = svcReplay(floorAddr); err != nil {
 			return nil, err
 		}
 		res.HTTPFloor.add(p)
@@ -313,20 +341,8 @@ func runPhase(ctx context.Context, addr string, concurrency int, d time.Duration
 			buf := make([]byte, 0, 512)
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				tok, key := pick(w)
-				buf = append(buf[:0], "POST /v1/orders HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer "...)
-				buf = append(buf, tok...)
-				buf = append(buf, "\r\nIdempotency-Key: "...)
-				buf = append(buf, key...)
-				buf = append(buf, "\r\nContent-Type: application/json\r\nContent-Length: "...)
-				buf = strconv.AppendInt(buf, int64(len(Body)), 10)
-				buf = append(buf, "\r\n\r\n"...)
-				buf = append(buf, Body...)
 				t0 := time.Now()
-				if _, err := conn.Write(buf); err != nil {
-					errs.Add(1)
-					return
-				}
-				status, err := readResponse(br)
+				status, err := post(conn, br, buf, tok, key)
 				lat[w] = append(lat[w], time.Since(t0))
 				if err != nil {
 					errs.Add(1)
@@ -341,6 +357,23 @@ func runPhase(ctx context.Context, addr string, concurrency int, d time.Duration
 	wg.Wait()
 	all := slices.Concat(lat...)
 	return Phase{N: float64(len(all)), Elapsed: time.Since(start), Lat: all, Errors: errs.Load()}, ctx.Err()
+}
+
+// post sends one order with token tok and key key on conn (buf is scratch
+// space) and reads the response's status.
+func post(conn net.Conn, br *bufio.Reader, buf []byte, tok, key string) (int, error) {
+	buf = append(buf[:0], "POST /v1/orders HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer "...)
+	buf = append(buf, tok...)
+	buf = append(buf, "\r\nIdempotency-Key: "...)
+	buf = append(buf, key...)
+	buf = append(buf, "\r\nContent-Type: application/json\r\nContent-Length: "...)
+	buf = strconv.AppendInt(buf, int64(len(Body)), 10)
+	buf = append(buf, "\r\n\r\n"...)
+	buf = append(buf, Body...)
+	if _, err := conn.Write(buf); err != nil {
+		return 0, err
+	}
+	return readResponse(br)
 }
 
 // readResponse reads one HTTP/1.1 response with a Content-Length body and
@@ -450,7 +483,7 @@ func runPgbench(ctx context.Context, cfg Config, name, script string) (Phase, er
 	}
 	prefix := filepath.Join(cfg.Dir, name+"-log")
 	secs := max(1, int(cfg.Slice.Round(time.Second).Seconds()))
-	cmd := exec.CommandContext(ctx, cfg.Pgbench, "-n", "-M", "prepared", "-c", strconv.Itoa(cfg.Concurrency), "-j", "2",
+	cmd := exec.CommandContext(ctx, cfg.Pgbench, "-n", "-M", "prepared", "-c", strconv.Itoa(cfg.Concurrency), "-j", strconv.Itoa(clientThreads),
 		"-T", strconv.Itoa(secs), "-f", path, "-l", "--log-prefix", prefix, cfg.DSN)
 	cmd.Dir = cfg.Dir
 	out, err := cmd.CombinedOutput()
@@ -486,4 +519,112 @@ func runPgbench(ctx context.Context, cfg Config, name, script string) (Phase, er
 	}
 	elapsed := time.Duration(secs) * time.Second
 	return Phase{N: tps * elapsed.Seconds(), Elapsed: elapsed, Lat: lat}, nil
+}
+
+// createReplayKeys creates rep-1 … rep-replayKeys of t1 through the
+// service, from concurrency workers, each key once.
+func createReplayKeys(ctx context.Context, addr string, concurrency int) error {
+	var next, failed atomic.Int64
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			defer conn.Close()
+			br := bufio.NewReader(conn)
+			for ctx.Err() == nil {
+				n := next.Add(1)
+				if n > replayKeys {
+					return
+				}
+				if status, err := post(conn, br, nil, "tok-t1", "rep-"+strconv.FormatInt(n, 10)); err != nil || status != http.StatusCreated {
+					failed.Add(1)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		return fmt.Errorf("refbench: %d workers failed to create the records to replay", n)
+	}
+	return ctx.Err()
+}
+
+// runWrk runs wrk with script against addr for one slice and reads what
+// the script's done() printed: requests, duration, p99 and errors. wrk
+// keeps no per-request log, so the phase's latencies are the slice's p99
+// alone (the phase's P99 is then the worst slice's).
+func runWrk(ctx context.Context, cfg Config, addr, name, script string) (Phase, error) {
+	path := filepath.Join(cfg.Dir, "wrk-"+name+".lua")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		return Phase{}, fmt.Errorf("wrk %s: %w", name, err)
+	}
+	secs := max(1, int(cfg.Slice.Round(time.Second).Seconds()))
+	out, err := exec.CommandContext(ctx, cfg.Wrk, "-t", strconv.Itoa(clientThreads), "-c", strconv.Itoa(cfg.Concurrency),
+		"-d", strconv.Itoa(secs)+"s", "-s", path, "http://"+addr+"/v1/orders").CombinedOutput()
+	if err != nil {
+		return Phase{}, fmt.Errorf("wrk %s: %w\n%s", name, err, out)
+	}
+	m := wrkDoneRE.FindSubmatch(out)
+	if m == nil {
+		return Phase{}, fmt.Errorf("wrk %s: no summary in\n%s", name, out)
+	}
+	var v [4]int64
+	for i := range v {
+		v[i], _ = strconv.ParseInt(string(m[i+1]), 10, 64)
+	}
+	if v[1] <= 0 {
+		return Phase{}, fmt.Errorf("wrk %s: empty run\n%s", name, out)
+	}
+	return Phase{N: float64(v[0]), Elapsed: time.Duration(v[1]) * time.Microsecond,
+		Lat: []time.Duration{time.Duration(v[2]) * time.Microsecond}, Errors: v[3]}, nil
+}
+
+var wrkDoneRE = regexp.MustCompile(`IDEMCHAOS-WRK requests=(\d+) duration_us=(\d+) p99_us=(\d+) errors=(\d+)`)
+
+// wrkCommon is the part of both wrk scripts that builds requests like the
+// Go client's and prints the summary runWrk reads. Any status outside
+// 2xx/3xx, and any socket error, counts as an error.
+const wrkCommon = `wrk.method = "POST"
+wrk.body = '` + Body + `'
+hdr = {["Host"] = "bench", ["Content-Type"] = "application/json", ["Authorization"] = "Bearer tok-t1"}
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("IDEMCHAOS-WRK requests=%d duration_us=%d p99_us=%d errors=%d\n", summary.requests,
+    summary.duration, latency:percentile(99), e.connect + e.read + e.write + e.status + e.timeout))
+end
+`
+
+// wrkNewScript posts a fresh key per request (prefix, wrk's thread, a
+// per-thread counter), rotating the three tenants like the Go client.
+func wrkNewScript(prefix string) string {
+	return wrkCommon + `threads = 0
+setup = function(thread)
+  thread:set("tid", threads)
+  threads = threads + 1
+end
+n = 0
+request = function()
+  n = n + 1
+  hdr["Authorization"] = "Bearer tok-t" .. (n % 3 + 1)
+  hdr["Idempotency-Key"] = "` + prefix + `-" .. tid .. "-" .. n
+  return wrk.format(nil, nil, hdr)
+end
+`
+}
+
+// wrkReplayScript replays one of the records createReplayKeys made,
+// uniformly at random, as pgbench's replay script does with its own.
+func wrkReplayScript() string {
+	return wrkCommon + `request = function()
+  hdr["Idempotency-Key"] = "rep-" .. math.random(1, ` + strconv.Itoa(replayKeys) + `)
+  return wrk.format(nil, nil, hdr)
+end
+`
 }
