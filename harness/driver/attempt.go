@@ -1,15 +1,13 @@
 package driver
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -59,52 +57,53 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	if route.Done != nil {
 		defer route.Done()
 	}
-	base, client := d.cfg.BaseURL, d.shared
+	base := d.cfg.BaseURL
 	if route.BaseURL != "" {
 		base = route.BaseURL
 	}
-	if route.Fresh {
-		client = newClient(d.cfg, true)
-		defer client.CloseIdleConnections()
+	t, err := d.targets.get(strings.TrimRight(base, "/") + rq.Path)
+	if err == nil {
+		err = validRequest(in.Method, hdr)
 	}
-
-	actx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
-	defer cancel()
-	var gotConn bool
-	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { gotConn = true }})
-	req, err := http.NewRequestWithContext(actx, in.Method, strings.TrimRight(base, "/")+rq.Path, bytes.NewReader(rq.Body))
 	if err != nil {
 		// The same request would fail the same way on every retry.
 		d.notSent(info, in, hdr, "build request: "+err.Error())
 		return result{stop: true}
 	}
-	// No GetBody: http.Transport treats a request with an Idempotency-Key as
-	// replayable and silently re-sends it on a broken reused connection. A
-	// re-send the history does not show would make it a lie.
-	req.GetBody = nil
-	req.Header = hdr
 	d.record(info, in, hdr, history.TypeInvoke, nil, nil, "")
 
-	resp, err := client.Do(req)
+	w := &wireRequest{method: in.Method, t: t, hdr: hdr, body: rq.Body, fresh: route.Fresh}
+	buf := d.bufs.Get().(*[]byte)
+	ex, err := d.pool.send(ctx, w, time.Now().Add(d.cfg.Timeout), buf)
+	d.bufs.Put(buf)
+	if err == nil {
+		err = ex.bodyErr
+	}
 	if err != nil {
-		kind := history.TypeInfo
-		if !gotConn && refused(err) {
+		if cerr := ctx.Err(); cerr != nil {
+			// The run ended under the request: say so, not how the
+			// connection was interrupted.
+			err = cerr
+		}
+		kind, msg := history.TypeInfo, describeErr(err, d.cfg.Timeout)
+		switch {
+		case ex.resp != nil:
+			// The status arrived but not the whole body: the answer is unknown.
+			msg = fmt.Sprintf("status %d, then the body was cut: %s", ex.resp.StatusCode, msg)
+		case msg == err.Error():
+			// Worded as net/http's client words it: method, URL, cause.
+			msg = urlErrorOp(in.Method) + " " + strconv.Quote(strings.TrimRight(base, "/")+rq.Path) + ": " + msg
+		}
+		if !ex.gotConn && refused(err) {
 			kind = history.TypeFail
 			d.fail.Add(1)
 		} else {
 			d.info.Add(1)
 		}
-		d.record(info, in, nil, kind, nil, nil, describeErr(err, d.cfg.Timeout))
+		d.record(info, in, nil, kind, nil, nil, msg)
 		return result{stop: ctx.Err() != nil}
 	}
-	body, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
-	resp.Body.Close()
-	if rerr != nil {
-		// The status arrived but not the whole body: the answer is unknown.
-		d.info.Add(1)
-		d.record(info, in, nil, history.TypeInfo, nil, nil, fmt.Sprintf("status %d, then the body was cut: %s", resp.StatusCode, describeErr(rerr, d.cfg.Timeout)))
-		return result{stop: ctx.Err() != nil}
-	}
+	resp, body := ex.resp, ex.body
 	d.ok.Add(1)
 	d.record(info, in, nil, history.TypeOK, resp, body, "")
 	res := result{status: resp.StatusCode}
@@ -156,14 +155,31 @@ func (d *runner) record(info AttemptInfo, in *Intent, hdr http.Header, typ histo
 	_ = d.cfg.Recorder.Write(e)
 }
 
-// headersOf flattens a header map in name order, joining repeated fields
-// with ", " (RFC 9110), and redacts credentials.
-func headersOf(h http.Header) history.Headers {
+// urlErrorOp is how net/http names a method in its errors ("Post").
+func urlErrorOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	if lower := strings.ToLower(method); lower != "" {
+		return method[:1] + lower[1:]
+	}
+	return method
+}
+
+// sortedNames are the field names of h in order.
+func sortedNames(h http.Header) []string {
 	names := make([]string, 0, len(h))
 	for k := range h {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	return names
+}
+
+// headersOf flattens a header map in name order, joining repeated fields
+// with ", " (RFC 9110), and redacts credentials.
+func headersOf(h http.Header) history.Headers {
+	names := sortedNames(h)
 	out := make(history.Headers, 0, len(names))
 	for _, k := range names {
 		v := strings.Join(h[k], ", ")

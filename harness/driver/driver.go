@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -175,8 +174,9 @@ func Run(ctx context.Context, cfg Config, intents []Intent) (Stats, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
-	d := &runner{cfg: cfg, shared: newClient(cfg, false)}
-	defer d.shared.CloseIdleConnections()
+	d := &runner{cfg: cfg, pool: newPool(cfg.Concurrency * 4), targets: targets{m: map[string]target{}},
+		bufs: sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}}
+	defer d.pool.close()
 
 	order := make([]*Intent, len(intents))
 	for i := range intents {
@@ -239,14 +239,18 @@ func checkURLs(cfg Config, intents []Intent) error {
 }
 
 type runner struct {
-	cfg    Config
-	shared *http.Client
-	sent   atomic.Int64
-	ok     atomic.Int64
-	info   atomic.Int64
-	fail   atomic.Int64
-	budget atomic.Bool
-	stats  Stats
+	cfg Config
+	// pool keeps the connections alive between attempts; targets caches
+	// parsed URLs; bufs are the buffers requests are written from.
+	pool    *pool
+	targets targets
+	bufs    sync.Pool
+	sent    atomic.Int64
+	ok      atomic.Int64
+	info    atomic.Int64
+	fail    atomic.Int64
+	budget  atomic.Bool
+	stats   Stats
 }
 
 func (d *runner) snapshot() Stats {
@@ -324,24 +328,4 @@ func (d *runner) clicks(ctx context.Context, in *Intent, rng *rand.Rand) result 
 		}
 	}
 	return best
-}
-
-func newClient(cfg Config, fresh bool) *http.Client {
-	tr := &http.Transport{
-		// Never a proxy from the environment: traffic goes only where the
-		// user pointed it.
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        cfg.Concurrency * 4,
-		MaxIdleConnsPerHost: cfg.Concurrency * 4,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true, // bodies are judged byte for byte
-		DisableKeepAlives:   fresh,
-		ForceAttemptHTTP2:   false,
-	}
-	return &http.Client{
-		Transport: tr,
-		// A redirect would be a second request the history does not show.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 }

@@ -1,0 +1,427 @@
+package driver
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The driver speaks HTTP/1.1 itself, over connections it keeps alive in a
+// small pool, rather than through http.Transport. The transport hands every
+// request to two goroutines of its connection (a writer and a reader) and
+// back, which costs more than the rest of an attempt; here the attempt's own
+// goroutine writes the request and reads the answer. It also makes the
+// driver's sends exactly its attempts: nothing is ever re-sent behind the
+// history's back. Responses are parsed by net/http (http.ReadResponse), so
+// status, headers and bodies (chunked, sized or close-delimited) are read as
+// the standard client reads them.
+
+// userAgent is what http.Transport sends, kept so that a service sees the
+// same client as before.
+const userAgent = "Go-http-client/1.1"
+
+// errInvalidRequest marks a request that cannot be written at all (a bad
+// method, header or host): nothing was sent, and no retry would fare better.
+var errInvalidRequest = errors.New("invalid request")
+
+// target is where a request goes, parsed once per distinct base URL and path.
+type target struct {
+	https bool
+	addr  string // host:port to dial
+	host  string // Host header
+	uri   string // request-target: path and query, escaped
+	// poolKey names the connections that may carry the request.
+	poolKey string
+}
+
+// parseTarget reads base+path as http.NewRequest would.
+func parseTarget(raw string) (target, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return target{}, err
+	}
+	var port string
+	t := target{uri: u.RequestURI(), host: u.Host}
+	switch u.Scheme {
+	case "http":
+		port = "80"
+	case "https":
+		port, t.https = "443", true
+	default:
+		return target{}, fmt.Errorf("%w: unsupported protocol scheme %q", errInvalidRequest, u.Scheme)
+	}
+	if u.Host == "" {
+		return target{}, fmt.Errorf("%w: no host in %q", errInvalidRequest, raw)
+	}
+	for i := 0; i < len(u.Host); i++ {
+		if u.Host[i] >= 0x80 || u.Host[i] <= ' ' {
+			return target{}, fmt.Errorf("%w: host %q is not ASCII (give its punycode form)", errInvalidRequest, u.Host)
+		}
+	}
+	if p := u.Port(); p != "" {
+		port = p
+	}
+	t.addr = net.JoinHostPort(u.Hostname(), port)
+	t.poolKey = u.Scheme + "://" + t.addr
+	return t, nil
+}
+
+// targets caches parsed targets: a run sends few distinct URLs many times.
+type targets struct {
+	mu sync.RWMutex
+	m  map[string]target
+}
+
+func (ts *targets) get(raw string) (target, error) {
+	ts.mu.RLock()
+	t, ok := ts.m[raw]
+	ts.mu.RUnlock()
+	if ok {
+		return t, nil
+	}
+	t, err := parseTarget(raw)
+	if err != nil {
+		return t, err
+	}
+	ts.mu.Lock()
+	// Bounded: paths rendered per attempt (ids in them) would grow it.
+	if len(ts.m) < 1024 {
+		ts.m[raw] = t
+	}
+	ts.mu.Unlock()
+	return t, nil
+}
+
+// conn is one HTTP/1.1 connection.
+type conn struct {
+	nc  net.Conn
+	raw syscall.RawConn // the TCP connection underneath, for the liveness peek
+	br  *bufio.Reader
+	key string
+}
+
+// pool keeps idle connections per scheme and address, as http.Transport
+// would, without a goroutine per connection.
+type pool struct {
+	mu      sync.Mutex
+	idle    map[string][]*conn
+	maxIdle int
+	closed  bool
+	dialer  net.Dialer
+}
+
+func newPool(maxIdle int) *pool {
+	return &pool{idle: map[string][]*conn{}, maxIdle: maxIdle, dialer: net.Dialer{KeepAlive: 30 * time.Second}}
+}
+
+// get returns a live idle connection to t, or nil. A connection the server
+// closed while it sat idle (or wrote to unasked) is dropped here rather than
+// met by the next request: that request would be recorded as indeterminate
+// though it never reached the service.
+func (p *pool) get(key string) *conn {
+	for {
+		p.mu.Lock()
+		l := p.idle[key]
+		if len(l) == 0 {
+			p.mu.Unlock()
+			return nil
+		}
+		c := l[len(l)-1]
+		p.idle[key] = l[:len(l)-1]
+		p.mu.Unlock()
+		if c.br.Buffered() == 0 && alive(c.raw) {
+			return c
+		}
+		c.nc.Close()
+	}
+}
+
+// put keeps c for the next request, or closes it when the pool is full or
+// the run is over.
+func (p *pool) put(c *conn) {
+	p.mu.Lock()
+	if !p.closed && len(p.idle[c.key]) < p.maxIdle {
+		p.idle[c.key] = append(p.idle[c.key], c)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	c.nc.Close()
+}
+
+// close closes every idle connection; later puts close theirs.
+func (p *pool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for k, l := range p.idle {
+		for _, c := range l {
+			c.nc.Close()
+		}
+		delete(p.idle, k)
+	}
+}
+
+// dial opens a new connection to t, finished (TLS handshake included) by
+// deadline or when ctx ends.
+func (p *pool) dial(ctx context.Context, t target, deadline time.Time) (*conn, error) {
+	d := p.dialer
+	d.Deadline = deadline
+	nc, err := d.DialContext(ctx, "tcp", t.addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{nc: nc, key: t.poolKey}
+	if sc, ok := nc.(syscall.Conn); ok {
+		if c.raw, err = sc.SyscallConn(); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	if t.https {
+		host, _, _ := net.SplitHostPort(t.addr)
+		tc := tls.Client(nc, &tls.Config{ServerName: host})
+		hctx, cancel := context.WithDeadline(ctx, deadline)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+		c.nc = tc
+	}
+	c.br = bufio.NewReaderSize(c.nc, 4<<10)
+	return c, nil
+}
+
+// exchange is one request written and its answer read.
+type exchange struct {
+	resp *http.Response
+	body []byte
+	// gotConn says a connection was had, so the request may have left.
+	gotConn bool
+	// bodyErr is set when the status and headers arrived but not the whole body.
+	bodyErr error
+}
+
+// wireRequest is a request ready to be written.
+type wireRequest struct {
+	method string
+	t      target
+	hdr    http.Header
+	body   []byte
+	fresh  bool // its own connection, closed afterwards
+}
+
+// send writes rq on a kept-alive (or, when fresh, a new) connection and
+// reads its answer, all before deadline and while ctx lasts. An error
+// before the response's header means no answer; the caller tells whether
+// anything left.
+func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, buf *[]byte) (exchange, error) {
+	var ex exchange
+	var c *conn
+	if !rq.fresh {
+		c = p.get(rq.t.poolKey)
+	}
+	if c == nil {
+		var err error
+		if c, err = p.dial(ctx, rq.t, deadline); err != nil {
+			return ex, err
+		}
+	}
+	ex.gotConn = true
+	keep := false
+	defer func() {
+		if keep {
+			p.put(c)
+		} else {
+			c.nc.Close()
+		}
+	}()
+	// The run's end interrupts a request in flight: its deadline is moved
+	// to the past, and the connection is not kept.
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if err := c.nc.SetDeadline(deadline); err != nil {
+		return ex, err
+	}
+	*buf = appendRequest((*buf)[:0], rq)
+	if _, err := c.nc.Write(*buf); err != nil {
+		return ex, err
+	}
+	resp, err := readResponse(c.br, rq.method)
+	if err != nil {
+		return ex, err
+	}
+	ex.resp = resp
+	ex.body, ex.bodyErr = readBody(resp)
+	if ex.bodyErr == nil && !rq.fresh && !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols &&
+		(resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0) && stop() {
+		keep = true
+	}
+	return ex, nil
+}
+
+// readResponse reads the final answer, skipping interim 1xx ones as
+// http.Transport does.
+func readResponse(br *bufio.Reader, method string) (*http.Response, error) {
+	req := &http.Request{Method: method}
+	for {
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode < 100 || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, nil
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}
+}
+
+// readBody reads up to MaxResponseBytes of the body. A body longer than
+// that is an error too: the connection cannot be reused, and the record
+// would not be the answer.
+func readBody(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	if resp.ContentLength == 0 || resp.Body == http.NoBody {
+		return []byte{}, nil
+	}
+	if n := resp.ContentLength; n > 0 && n <= MaxResponseBytes {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, b); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		return b, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxResponseBytes {
+		return b[:MaxResponseBytes], errBodyTooLong
+	}
+	return b, nil
+}
+
+// errBodyTooLong says the body was cut at MaxResponseBytes.
+var errBodyTooLong = fmt.Errorf("longer than %d bytes", MaxResponseBytes)
+
+// excluded are the header fields http.Request.Write leaves out of a
+// request's header map (it writes its own, or none).
+func excluded(name string) bool {
+	switch name {
+	case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
+		return true
+	}
+	return false
+}
+
+// appendRequest appends rq as written by http.Transport on HTTP/1.1 without
+// compression: request line, Host, User-Agent, Content-Length, the header
+// fields in name order, then the body.
+func appendRequest(dst []byte, rq *wireRequest) []byte {
+	dst = append(dst, rq.method...)
+	dst = append(dst, ' ')
+	dst = append(dst, rq.t.uri...)
+	dst = append(dst, " HTTP/1.1\r\nHost: "...)
+	dst = append(dst, rq.t.host...)
+	ua := userAgent
+	if v, ok := rq.hdr["User-Agent"]; ok {
+		ua = ""
+		if len(v) > 0 {
+			ua = v[0]
+		}
+	}
+	if ua != "" {
+		dst = append(dst, "\r\nUser-Agent: "...)
+		dst = appendFieldValue(dst, ua)
+	}
+	if len(rq.body) > 0 || rq.method == "POST" || rq.method == "PUT" || rq.method == "PATCH" {
+		dst = append(dst, "\r\nContent-Length: "...)
+		dst = strconv.AppendInt(dst, int64(len(rq.body)), 10)
+	}
+	dst = append(dst, "\r\n"...)
+	for _, name := range sortedNames(rq.hdr) {
+		if excluded(name) {
+			continue
+		}
+		for _, v := range rq.hdr[name] {
+			dst = append(dst, name...)
+			dst = append(dst, ": "...)
+			dst = appendFieldValue(dst, v)
+			dst = append(dst, "\r\n"...)
+		}
+	}
+	if rq.fresh {
+		if _, ok := rq.hdr["Connection"]; !ok {
+			dst = append(dst, "Connection: close\r\n"...)
+		}
+	}
+	dst = append(dst, "\r\n"...)
+	return append(dst, rq.body...)
+}
+
+// appendFieldValue appends v with outer ASCII whitespace trimmed, as
+// net/http writes header values (line breaks were refused before).
+func appendFieldValue(dst []byte, v string) []byte {
+	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
+	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return append(dst, v...)
+}
+
+// validRequest checks what http.Transport checks before it sends: the
+// method is a token, header names are tokens and values hold no control
+// characters.
+func validRequest(method string, h http.Header) error {
+	if !isToken(method) {
+		return fmt.Errorf("%w: method %q", errInvalidRequest, method)
+	}
+	for name, vs := range h {
+		if !isToken(name) {
+			return fmt.Errorf("%w: header field name %q", errInvalidRequest, name)
+		}
+		for _, v := range vs {
+			for i := 0; i < len(v); i++ {
+				if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+					return fmt.Errorf("%w: header field value for %q", errInvalidRequest, name)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// isToken reports whether s is an RFC 9110 token.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
