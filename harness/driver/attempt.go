@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -113,33 +114,71 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	return res
 }
 
-// headers are the request headers attempt info of in carries.
-func (d *runner) headers(in *Intent, info AttemptInfo) http.Header {
-	h := make(http.Header, len(info.sent.Headers)+3)
-	for name, v := range info.sent.Headers {
-		h.Set(name, v)
+// headers are the request header fields attempt info of in carries,
+// canonical names in order, credentials in clear (for the wire).
+func (d *runner) headers(in *Intent, info AttemptInfo) history.Headers {
+	var h history.Headers
+	if info.sent.fromTemplate {
+		h = append(make(history.Headers, 0, len(d.static)+3), d.static...)
+	} else {
+		h = fieldsOf(info.sent.Headers)
 	}
 	if info.Key != "" {
-		h.Set(d.cfg.KeyHeader, info.Key)
+		h = setField(h, d.keyHeader, info.Key)
 	}
-	if d.cfg.IntentHeader != "" {
-		h.Set(d.cfg.IntentHeader, in.ID)
+	if d.intentHeader != "" {
+		h = setField(h, d.intentHeader, in.ID)
 	}
-	if tok, ok := d.cfg.Tokens[in.Tenant]; ok {
-		h.Set("Authorization", "Bearer "+tok)
+	if v, ok := d.bearer[in.Tenant]; ok {
+		h = setField(h, "Authorization", v)
 	}
 	return h
 }
 
+// fieldsOf turns header values by name into fields with canonical names,
+// in order, as http.Header.Set would keep them.
+func fieldsOf(m map[string]string) history.Headers {
+	h := make(history.Headers, 0, len(m)+3)
+	for name, v := range m {
+		h = setField(h, http.CanonicalHeaderKey(name), v)
+	}
+	return h
+}
+
+// setField sets name to v in the ordered fields h, replacing its value if
+// it is there.
+func setField(h history.Headers, name, v string) history.Headers {
+	i := 0
+	for i < len(h) && h[i].Name < name {
+		i++
+	}
+	if i < len(h) && h[i].Name == name {
+		h[i].Value = v
+		return h
+	}
+	return slices.Insert(h, i, history.Header{Name: name, Value: v})
+}
+
+// redacted is h as recorded: credentials hidden.
+func redacted(h history.Headers) history.Headers {
+	out := slices.Clone(h)
+	for i := range out {
+		if strings.EqualFold(out[i].Name, "Authorization") {
+			out[i].Value = "[redacted]"
+		}
+	}
+	return out
+}
+
 // notSent records an attempt that provably never left the client: its
 // invoke, then its fail.
-func (d *runner) notSent(info AttemptInfo, in *Intent, hdr http.Header, msg string) {
+func (d *runner) notSent(info AttemptInfo, in *Intent, hdr history.Headers, msg string) {
 	d.record(info, in, hdr, history.TypeInvoke, nil, nil, "")
 	d.fail.Add(1)
 	d.record(info, in, nil, history.TypeFail, nil, nil, "not sent: "+msg)
 }
 
-func (d *runner) record(info AttemptInfo, in *Intent, hdr http.Header, typ history.Type, resp *http.Response, body []byte, msg string) {
+func (d *runner) record(info AttemptInfo, in *Intent, hdr history.Headers, typ history.Type, resp *http.Response, body []byte, msg string) {
 	e := &history.Event{Type: typ, Op: info.Op, Error: msg}
 	switch typ {
 	case history.TypeInvoke:
@@ -148,7 +187,7 @@ func (d *runner) record(info AttemptInfo, in *Intent, hdr http.Header, typ histo
 		if sent == nil {
 			sent = &Rendered{Path: in.Path, Body: in.Body}
 		}
-		e.Req = &history.Request{Method: in.Method, Path: sent.Path, Headers: headersOf(hdr), Body: sent.Body}
+		e.Req = &history.Request{Method: in.Method, Path: sent.Path, Headers: redacted(hdr), Body: sent.Body}
 	case history.TypeOK:
 		e.Resp = &history.Response{Status: resp.StatusCode, Headers: headersOf(resp.Header), Body: body}
 	}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/idemchaos/idemchaos/history"
 )
 
 // The driver speaks HTTP/1.1 itself, over connections it keeps alive in a
@@ -219,7 +221,7 @@ type exchange struct {
 type wireRequest struct {
 	method string
 	t      target
-	hdr    http.Header
+	hdr    history.Headers
 	body   []byte
 	fresh  bool // its own connection, closed afterwards
 }
@@ -340,11 +342,8 @@ func appendRequest(dst []byte, rq *wireRequest) []byte {
 	dst = append(dst, " HTTP/1.1\r\nHost: "...)
 	dst = append(dst, rq.t.host...)
 	ua := userAgent
-	if v, ok := rq.hdr["User-Agent"]; ok {
-		ua = ""
-		if len(v) > 0 {
-			ua = v[0]
-		}
+	if v, ok := rq.hdr.Get("User-Agent"); ok {
+		ua = v
 	}
 	if ua != "" {
 		dst = append(dst, "\r\nUser-Agent: "...)
@@ -355,19 +354,17 @@ func appendRequest(dst []byte, rq *wireRequest) []byte {
 		dst = strconv.AppendInt(dst, int64(len(rq.body)), 10)
 	}
 	dst = append(dst, "\r\n"...)
-	for _, name := range sortedNames(rq.hdr) {
-		if excluded(name) {
+	for _, f := range rq.hdr {
+		if excluded(f.Name) {
 			continue
 		}
-		for _, v := range rq.hdr[name] {
-			dst = append(dst, name...)
-			dst = append(dst, ": "...)
-			dst = appendFieldValue(dst, v)
-			dst = append(dst, "\r\n"...)
-		}
+		dst = append(dst, f.Name...)
+		dst = append(dst, ": "...)
+		dst = appendFieldValue(dst, f.Value)
+		dst = append(dst, "\r\n"...)
 	}
 	if rq.fresh {
-		if _, ok := rq.hdr["Connection"]; !ok {
+		if _, ok := rq.hdr.Get("Connection"); !ok {
 			dst = append(dst, "Connection: close\r\n"...)
 		}
 	}
@@ -390,19 +387,17 @@ func appendFieldValue(dst []byte, v string) []byte {
 // validRequest checks what http.Transport checks before it sends: the
 // method is a token, header names are tokens and values hold no control
 // characters.
-func validRequest(method string, h http.Header) error {
+func validRequest(method string, h history.Headers) error {
 	if !isToken(method) {
 		return fmt.Errorf("%w: method %q", errInvalidRequest, method)
 	}
-	for name, vs := range h {
-		if !isToken(name) {
-			return fmt.Errorf("%w: header field name %q", errInvalidRequest, name)
+	for _, f := range h {
+		if !isToken(f.Name) {
+			return fmt.Errorf("%w: header field name %q", errInvalidRequest, f.Name)
 		}
-		for _, v := range vs {
-			for i := 0; i < len(v); i++ {
-				if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
-					return fmt.Errorf("%w: header field value for %q", errInvalidRequest, name)
-				}
+		for i := 0; i < len(f.Value); i++ {
+			if c := f.Value[i]; c < ' ' && c != '\t' || c == 0x7f {
+				return fmt.Errorf("%w: header field value for %q", errInvalidRequest, f.Name)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/ctxwait"
 )
 
@@ -175,7 +176,14 @@ func Run(ctx context.Context, cfg Config, intents []Intent) (Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
 	d := &runner{cfg: cfg, pool: newPool(cfg.Concurrency * 4), targets: targets{m: map[string]target{}},
-		bufs: sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}}
+		bufs:   sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }},
+		static: fieldsOf(cfg.Template.Headers), keyHeader: http.CanonicalHeaderKey(cfg.KeyHeader), bearer: map[string]string{}}
+	if cfg.IntentHeader != "" {
+		d.intentHeader = http.CanonicalHeaderKey(cfg.IntentHeader)
+	}
+	for tenant, tok := range cfg.Tokens {
+		d.bearer[tenant] = "Bearer " + tok
+	}
 	defer d.pool.close()
 
 	order := make([]*Intent, len(intents))
@@ -245,12 +253,18 @@ type runner struct {
 	pool    *pool
 	targets targets
 	bufs    sync.Pool
-	sent    atomic.Int64
-	ok      atomic.Int64
-	info    atomic.Int64
-	fail    atomic.Int64
-	budget  atomic.Bool
-	stats   Stats
+	// static are the template's own header fields, when attempts do not
+	// render their own; keyHeader and intentHeader are canonical names;
+	// bearer is each tenant's Authorization value.
+	static                  history.Headers
+	keyHeader, intentHeader string
+	bearer                  map[string]string
+	sent                    atomic.Int64
+	ok                      atomic.Int64
+	info                    atomic.Int64
+	fail                    atomic.Int64
+	budget                  atomic.Bool
+	stats                   Stats
 }
 
 func (d *runner) snapshot() Stats {
