@@ -62,7 +62,7 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	if route.BaseURL != "" {
 		base = route.BaseURL
 	}
-	t, err := d.targets.get(strings.TrimRight(base, "/") + rq.Path)
+	t, err := d.targets.get(base, rq.Path)
 	if err == nil {
 		err = validRequest(in.Method, hdr)
 	}
@@ -179,17 +179,26 @@ func (d *runner) notSent(info AttemptInfo, in *Intent, hdr history.Headers, msg 
 }
 
 func (d *runner) record(info AttemptInfo, in *Intent, hdr history.Headers, typ history.Type, resp *http.Response, body []byte, msg string) {
-	e := &history.Event{Type: typ, Op: info.Op, Error: msg}
+	// One allocation for the event and its request or response.
+	ev := &struct {
+		e    history.Event
+		req  history.Request
+		resp history.Response
+	}{}
+	e := &ev.e
+	e.Type, e.Op, e.Error = typ, info.Op, msg
 	switch typ {
 	case history.TypeInvoke:
 		e.Intent, e.Tenant, e.Key, e.Attempt, e.Client = in.ID, in.Tenant, info.Key, info.Attempt, in.Client
-		sent := info.sent
-		if sent == nil {
-			sent = &Rendered{Path: in.Path, Body: in.Body}
+		path, sent := in.Path, in.Body
+		if info.sent != nil {
+			path, sent = info.sent.Path, info.sent.Body
 		}
-		e.Req = &history.Request{Method: in.Method, Path: sent.Path, Headers: redacted(hdr), Body: sent.Body}
+		ev.req = history.Request{Method: in.Method, Path: path, Headers: redacted(hdr), Body: sent}
+		e.Req = &ev.req
 	case history.TypeOK:
-		e.Resp = &history.Response{Status: resp.StatusCode, Headers: headersOf(resp.Header), Body: body}
+		ev.resp = history.Response{Status: resp.StatusCode, Headers: headersOf(resp.Header), Body: body}
+		e.Resp = &ev.resp
 	}
 	_ = d.cfg.Recorder.Write(e)
 }

@@ -82,24 +82,29 @@ func parseTarget(raw string) (target, error) {
 // targets caches parsed targets: a run sends few distinct URLs many times.
 type targets struct {
 	mu sync.RWMutex
-	m  map[string]target
+	m  map[targetKey]target
 }
 
-func (ts *targets) get(raw string) (target, error) {
+// targetKey is a base URL and a path, kept apart so that a lookup needs
+// no concatenation.
+type targetKey struct{ base, path string }
+
+func (ts *targets) get(base, path string) (target, error) {
+	k := targetKey{base, path}
 	ts.mu.RLock()
-	t, ok := ts.m[raw]
+	t, ok := ts.m[k]
 	ts.mu.RUnlock()
 	if ok {
 		return t, nil
 	}
-	t, err := parseTarget(raw)
+	t, err := parseTarget(strings.TrimRight(base, "/") + path)
 	if err != nil {
 		return t, err
 	}
 	ts.mu.Lock()
 	// Bounded: paths rendered per attempt (ids in them) would grow it.
 	if len(ts.m) < 1024 {
-		ts.m[raw] = t
+		ts.m[k] = t
 	}
 	ts.mu.Unlock()
 	return t, nil
@@ -107,6 +112,9 @@ func (ts *targets) get(raw string) (target, error) {
 
 // conn is one HTTP/1.1 connection.
 type conn struct {
+	// req is handed to http.ReadResponse (which reads only its method),
+	// reused across the connection's requests.
+	req http.Request
 	nc  net.Conn
 	raw syscall.RawConn // the TCP connection underneath, for the liveness peek
 	br  *bufio.Reader
@@ -262,7 +270,8 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, bu
 	if _, err := c.nc.Write(*buf); err != nil {
 		return ex, err
 	}
-	resp, err := readResponse(c.br, rq.method)
+	c.req.Method = rq.method
+	resp, err := readResponse(c.br, &c.req)
 	if err != nil {
 		return ex, err
 	}
@@ -277,8 +286,7 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, bu
 
 // readResponse reads the final answer, skipping interim 1xx ones as
 // http.Transport does.
-func readResponse(br *bufio.Reader, method string) (*http.Response, error) {
-	req := &http.Request{Method: method}
+func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 	for {
 		resp, err := http.ReadResponse(br, req)
 		if err != nil {

@@ -175,7 +175,7 @@ func Run(ctx context.Context, cfg Config, intents []Intent) (Stats, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
-	d := &runner{cfg: cfg, pool: newPool(cfg.Concurrency * 4), targets: targets{m: map[string]target{}},
+	d := &runner{cfg: cfg, pool: newPool(cfg.Concurrency * 4), targets: targets{m: map[targetKey]target{}},
 		bufs:   sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }},
 		static: fieldsOf(cfg.Template.Headers), keyHeader: http.CanonicalHeaderKey(cfg.KeyHeader), bearer: map[string]string{}}
 	if cfg.IntentHeader != "" {
@@ -286,9 +286,17 @@ func (d *runner) take() bool {
 // intent runs one intent to its end: the first attempt (with its double-click
 // copies), then retries as the client model dictates.
 func (d *runner) intent(ctx context.Context, in *Intent) {
-	h := fnv.New64a()
-	h.Write([]byte(in.ID))
-	rng := rand.New(rand.NewPCG(uint64(d.cfg.Seed), h.Sum64()))
+	// The intent's own source, made only when a draw is needed: most
+	// intents end at their first answer.
+	var rng *rand.Rand
+	draw := func() *rand.Rand {
+		if rng == nil {
+			h := fnv.New64a()
+			h.Write([]byte(in.ID))
+			rng = rand.New(rand.NewPCG(uint64(d.cfg.Seed), h.Sum64()))
+		}
+		return rng
+	}
 	var first time.Time
 	for n := 1; n <= d.cfg.Retry.MaxAttempts; n++ {
 		var res result
@@ -297,7 +305,7 @@ func (d *runner) intent(ctx context.Context, in *Intent) {
 			first = sent
 		}
 		if n == 1 && in.Clicks > 1 {
-			res = d.clicks(ctx, in, rng)
+			res = d.clicks(ctx, in, draw())
 		} else {
 			res = d.attempt(ctx, in, n, 0)
 		}
@@ -306,7 +314,7 @@ func (d *runner) intent(ctx context.Context, in *Intent) {
 		if res.stop || !d.cfg.Model.retryable(res.status, d.cfg.InFlightStatus) || n == d.cfg.Retry.MaxAttempts || sent.Sub(first) >= d.cfg.Retry.Budget {
 			return
 		}
-		if !ctxwait.Sleep(ctx, d.cfg.Retry.backoff(rng, n, res.retryAfter)) {
+		if !ctxwait.Sleep(ctx, d.cfg.Retry.backoff(draw(), n, res.retryAfter)) {
 			return
 		}
 	}
