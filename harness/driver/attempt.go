@@ -76,7 +76,10 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	w := &wireRequest{method: in.Method, t: t, hdr: hdr, body: rq.Body, fresh: route.Fresh}
 	buf := d.bufs.Get().(*[]byte)
 	ex, err := d.pool.send(ctx, w, time.Now().Add(d.cfg.Timeout), buf)
-	d.bufs.Put(buf)
+	if cap(*buf) <= 64<<10 {
+		// A large body's buffer is not kept.
+		d.bufs.Put(buf)
+	}
 	if err == nil {
 		err = ex.bodyErr
 	}

@@ -119,6 +119,7 @@ type conn struct {
 	raw syscall.RawConn // the TCP connection underneath, for the liveness peek
 	br  *bufio.Reader
 	key string
+	tls bool
 }
 
 // pool keeps idle connections per scheme and address, as http.Transport
@@ -150,7 +151,7 @@ func (p *pool) get(key string) *conn {
 		c := l[len(l)-1]
 		p.idle[key] = l[:len(l)-1]
 		p.mu.Unlock()
-		if c.br.Buffered() == 0 && alive(c.raw) {
+		if c.br.Buffered() == 0 && alive(c.raw, c.tls) {
 			return c
 		}
 		c.nc.Close()
@@ -209,7 +210,7 @@ func (p *pool) dial(ctx context.Context, t target, deadline time.Time) (*conn, e
 			nc.Close()
 			return nil, err
 		}
-		c.nc = tc
+		c.nc, c.tls = tc, true
 	}
 	c.br = bufio.NewReaderSize(c.nc, 4<<10)
 	return c, nil
@@ -357,7 +358,9 @@ func appendRequest(dst []byte, rq *wireRequest) []byte {
 		dst = append(dst, "\r\nUser-Agent: "...)
 		dst = appendFieldValue(dst, ua)
 	}
-	if len(rq.body) > 0 || rq.method == "POST" || rq.method == "PUT" || rq.method == "PATCH" {
+	// As http.Transport: a length for every body, and for an empty one
+	// unless the method is GET or HEAD.
+	if len(rq.body) > 0 || rq.method != "GET" && rq.method != "HEAD" {
 		dst = append(dst, "\r\nContent-Length: "...)
 		dst = strconv.AppendInt(dst, int64(len(rq.body)), 10)
 	}

@@ -239,7 +239,12 @@ func checkURLs(cfg Config, intents []Intent) error {
 			continue
 		}
 		seen[in.Method+" "+in.Path] = true
-		if _, err := http.NewRequest(in.Method, strings.TrimRight(cfg.BaseURL, "/")+in.Path, nil); err != nil {
+		u := strings.TrimRight(cfg.BaseURL, "/") + in.Path
+		if _, err := http.NewRequest(in.Method, u, nil); err != nil {
+			return fmt.Errorf("%w: intent %s: %s %q: %v", ErrConfig, in.ID, in.Method, in.Path, err)
+		}
+		// What the driver itself cannot send (another scheme, no host).
+		if _, err := parseTarget(u); err != nil {
 			return fmt.Errorf("%w: intent %s: %s %q: %v", ErrConfig, in.ID, in.Method, in.Path, err)
 		}
 	}

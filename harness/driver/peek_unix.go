@@ -7,8 +7,10 @@ import "syscall"
 // alive peeks at an idle connection without blocking: it is alive when
 // nothing is there to read yet. End of stream (the server closed it) or
 // bytes nobody asked for (a 408 before closing) mean it must not carry a
-// request.
-func alive(raw syscall.RawConn) bool {
+// request. Under TLS, bytes may be a session ticket the server sent after
+// the handshake, indistinguishable from an alert once encrypted: only the
+// end of stream counts.
+func alive(raw syscall.RawConn, tls bool) bool {
 	if raw == nil {
 		return true
 	}
@@ -21,5 +23,8 @@ func alive(raw syscall.RawConn) bool {
 	}); cerr != nil {
 		return false
 	}
-	return n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
+	if n < 0 {
+		return err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+	}
+	return n > 0 && tls
 }
