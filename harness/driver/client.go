@@ -123,17 +123,22 @@ type conn struct {
 }
 
 // pool keeps idle connections per scheme and address, as http.Transport
-// would, without a goroutine per connection.
+// would, without a goroutine per connection. It also knows the connections
+// lent to requests in flight, so that the run's end can interrupt them all
+// at once (rather than every request watching the run's context).
 type pool struct {
-	mu      sync.Mutex
-	idle    map[string][]*conn
-	maxIdle int
+	mu   sync.Mutex
+	idle map[string][]*conn
+	busy map[*conn]struct{}
+	// closed says the run is over: nothing more is lent or kept.
 	closed  bool
+	maxIdle int
 	dialer  net.Dialer
 }
 
 func newPool(maxIdle int) *pool {
-	return &pool{idle: map[string][]*conn{}, maxIdle: maxIdle, dialer: net.Dialer{KeepAlive: 30 * time.Second}}
+	return &pool{idle: map[string][]*conn{}, busy: map[*conn]struct{}{}, maxIdle: maxIdle,
+		dialer: net.Dialer{KeepAlive: 30 * time.Second}}
 }
 
 // get returns a live idle connection to t, or nil. A connection the server
@@ -158,11 +163,23 @@ func (p *pool) get(key string) *conn {
 	}
 }
 
-// put keeps c for the next request, or closes it when the pool is full or
-// the run is over.
-func (p *pool) put(c *conn) {
+// lend marks c as carrying a request, unless the run is over.
+func (p *pool) lend(c *conn) bool {
 	p.mu.Lock()
-	if !p.closed && len(p.idle[c.key]) < p.maxIdle {
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.busy[c] = struct{}{}
+	return true
+}
+
+// settle takes c back from its request: kept for the next one when keep
+// is set, the run goes on and there is room, closed otherwise.
+func (p *pool) settle(c *conn, keep bool) {
+	p.mu.Lock()
+	delete(p.busy, c)
+	if keep && !p.closed && len(p.idle[c.key]) < p.maxIdle {
 		p.idle[c.key] = append(p.idle[c.key], c)
 		p.mu.Unlock()
 		return
@@ -171,7 +188,9 @@ func (p *pool) put(c *conn) {
 	c.nc.Close()
 }
 
-// close closes every idle connection; later puts close theirs.
+// close ends the run: idle connections are closed, and requests in flight
+// are interrupted (their deadline moves to the past; their connections are
+// closed when settled).
 func (p *pool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -181,6 +200,9 @@ func (p *pool) close() {
 			c.nc.Close()
 		}
 		delete(p.idle, k)
+	}
+	for c := range p.busy {
+		_ = c.nc.SetDeadline(time.Unix(1, 0))
 	}
 }
 
@@ -251,22 +273,19 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, bu
 			return ex, err
 		}
 	}
-	ex.gotConn = true
-	keep := false
-	defer func() {
-		if keep {
-			p.put(c)
-		} else {
-			c.nc.Close()
-		}
-	}()
-	// The run's end interrupts a request in flight: its deadline is moved
-	// to the past, and the connection is not kept.
-	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	// The deadline is set before the connection is lent, so that the
+	// run's end (which moves it to the past) always comes after it.
 	if err := c.nc.SetDeadline(deadline); err != nil {
+		c.nc.Close()
 		return ex, err
 	}
+	if !p.lend(c) {
+		c.nc.Close()
+		return ex, errRunOver
+	}
+	ex.gotConn = true
+	keep := false
+	defer func() { p.settle(c, keep) }()
 	*buf = appendRequest((*buf)[:0], rq)
 	if _, err := c.nc.Write(*buf); err != nil {
 		return ex, err
@@ -279,7 +298,7 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, bu
 	ex.resp = resp
 	ex.body, ex.bodyErr = readBody(resp)
 	if ex.bodyErr == nil && !rq.fresh && !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols &&
-		(resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0) && stop() {
+		(resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0) {
 		keep = true
 	}
 	return ex, nil
@@ -327,6 +346,9 @@ func readBody(resp *http.Response) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// errRunOver says a request was not sent because the run had ended.
+var errRunOver = errors.New("the run ended")
 
 // errBodyTooLong says the body was cut at MaxResponseBytes.
 var errBodyTooLong = fmt.Errorf("longer than %d bytes", MaxResponseBytes)

@@ -196,3 +196,20 @@ func TestRun_CutBodyIsInfo(t *testing.T) {
 		t.Fatalf("last event %+v, want info on a cut body", last)
 	}
 }
+
+// The run's deadline interrupts requests still waiting for an answer,
+// however long their own timeout: they are recorded as indeterminate.
+func TestRun_DeadlineInterruptsRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer func() {
+		close(release) // before Close, which waits for the handlers
+		srv.Close()
+	}()
+	h, st := run(t, driver.Config{BaseURL: srv.URL, Concurrency: 4, Deadline: 200 * time.Millisecond, Timeout: time.Minute,
+		Retry: driver.RetryPolicy{MaxAttempts: 1}}, intents(4, "t1"))
+	if st.Elapsed > 10*time.Second || len(h.Attempts) != 4 || st.Info != 4 {
+		t.Fatalf("elapsed %s, %d attempts, stats %+v; want 4 info attempts soon after the deadline", st.Elapsed, len(h.Attempts), st)
+	}
+}

@@ -185,6 +185,8 @@ func Run(ctx context.Context, cfg Config, intents []Intent) (Stats, error) {
 		d.bearer[tenant] = "Bearer " + tok
 	}
 	defer d.pool.close()
+	// The run's end interrupts the requests in flight.
+	defer context.AfterFunc(ctx, d.pool.close)()
 
 	order := make([]*Intent, len(intents))
 	for i := range intents {
