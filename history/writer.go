@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Writer encodes events as JSONL, one event per line, in a fixed field order
@@ -160,7 +161,9 @@ func appendHeadersAndBody(dst []byte, h Headers, body []byte) []byte {
 	}
 	if utf8.Valid(body) {
 		dst = append(dst, `,"body":`...)
-		return appendString(dst, string(body))
+		// Read in place, not copied into a string: appendString keeps
+		// nothing of it.
+		return appendString(dst, unsafe.String(unsafe.SliceData(body), len(body)))
 	}
 	dst = append(dst, `,"body_b64":"`...)
 	dst = base64.StdEncoding.AppendEncode(dst, body)
