@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Writer encodes events as JSONL, one event per line, in a fixed field order
@@ -16,9 +17,16 @@ import (
 type Writer struct {
 	mu  sync.Mutex
 	w   *bufio.Writer
-	buf []byte
 	err error
 }
+
+// encBufs are the buffers events are encoded into before the lock is
+// taken: many goroutines encode at once, and the lock only guards a copy.
+var encBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// maxPooledEnc bounds the buffers kept for reuse: one event with a large
+// body should not pin its buffer.
+const maxPooledEnc = 64 << 10
 
 // NewWriter returns a [Writer] that buffers its output; call [Writer.Flush]
 // to push what is buffered to w.
@@ -28,17 +36,21 @@ func NewWriter(w io.Writer) *Writer {
 
 // Write appends one event. After the first error every call returns it.
 func (w *Writer) Write(e *Event) error {
+	bp := encBufs.Get().(*[]byte)
+	b := append(AppendEvent((*bp)[:0], e), '\n')
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
+	if w.err == nil {
+		if _, err := w.w.Write(b); err != nil {
+			w.err = fmt.Errorf("write history: %w", err)
+		}
 	}
-	w.buf = AppendEvent(w.buf[:0], e)
-	w.buf = append(w.buf, '\n')
-	if _, err := w.w.Write(w.buf); err != nil {
-		w.err = fmt.Errorf("write history: %w", err)
+	err := w.err
+	w.mu.Unlock()
+	if cap(b) <= maxPooledEnc {
+		*bp = b
+		encBufs.Put(bp)
 	}
-	return w.err
+	return err
 }
 
 // Flush writes buffered events to the underlying writer.
@@ -149,7 +161,9 @@ func appendHeadersAndBody(dst []byte, h Headers, body []byte) []byte {
 	}
 	if utf8.Valid(body) {
 		dst = append(dst, `,"body":`...)
-		return appendString(dst, string(body))
+		// Read in place, not copied into a string: appendString keeps
+		// nothing of it.
+		return appendString(dst, unsafe.String(unsafe.SliceData(body), len(body)))
 	}
 	dst = append(dst, `,"body_b64":"`...)
 	dst = base64.StdEncoding.AppendEncode(dst, body)

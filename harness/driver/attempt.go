@@ -1,15 +1,14 @@
 package driver
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -59,52 +58,56 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	if route.Done != nil {
 		defer route.Done()
 	}
-	base, client := d.cfg.BaseURL, d.shared
+	base := d.cfg.BaseURL
 	if route.BaseURL != "" {
 		base = route.BaseURL
 	}
-	if route.Fresh {
-		client = newClient(d.cfg, true)
-		defer client.CloseIdleConnections()
+	t, err := d.targets.get(base, rq.Path)
+	if err == nil {
+		err = validRequest(in.Method, hdr)
 	}
-
-	actx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
-	defer cancel()
-	var gotConn bool
-	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { gotConn = true }})
-	req, err := http.NewRequestWithContext(actx, in.Method, strings.TrimRight(base, "/")+rq.Path, bytes.NewReader(rq.Body))
 	if err != nil {
 		// The same request would fail the same way on every retry.
 		d.notSent(info, in, hdr, "build request: "+err.Error())
 		return result{stop: true}
 	}
-	// No GetBody: http.Transport treats a request with an Idempotency-Key as
-	// replayable and silently re-sends it on a broken reused connection. A
-	// re-send the history does not show would make it a lie.
-	req.GetBody = nil
-	req.Header = hdr
 	d.record(info, in, hdr, history.TypeInvoke, nil, nil, "")
 
-	resp, err := client.Do(req)
+	w := &wireRequest{method: in.Method, t: t, hdr: hdr, body: rq.Body, fresh: route.Fresh}
+	buf := d.bufs.Get().(*[]byte)
+	ex, err := d.pool.send(ctx, w, time.Now().Add(d.cfg.Timeout), buf)
+	if cap(*buf) <= 64<<10 {
+		// A large body's buffer is not kept.
+		d.bufs.Put(buf)
+	}
+	if err == nil {
+		err = ex.bodyErr
+	}
 	if err != nil {
-		kind := history.TypeInfo
-		if !gotConn && refused(err) {
+		if cerr := ctx.Err(); cerr != nil {
+			// The run ended under the request: say so, not how the
+			// connection was interrupted.
+			err = cerr
+		}
+		kind, msg := history.TypeInfo, describeErr(err, d.cfg.Timeout)
+		switch {
+		case ex.resp != nil:
+			// The status arrived but not the whole body: the answer is unknown.
+			msg = fmt.Sprintf("status %d, then the body was cut: %s", ex.resp.StatusCode, msg)
+		case msg == err.Error():
+			// Worded as net/http's client words it: method, URL, cause.
+			msg = urlErrorOp(in.Method) + " " + strconv.Quote(strings.TrimRight(base, "/")+rq.Path) + ": " + msg
+		}
+		if !ex.gotConn && refused(err) {
 			kind = history.TypeFail
 			d.fail.Add(1)
 		} else {
 			d.info.Add(1)
 		}
-		d.record(info, in, nil, kind, nil, nil, describeErr(err, d.cfg.Timeout))
+		d.record(info, in, nil, kind, nil, nil, msg)
 		return result{stop: ctx.Err() != nil}
 	}
-	body, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
-	resp.Body.Close()
-	if rerr != nil {
-		// The status arrived but not the whole body: the answer is unknown.
-		d.info.Add(1)
-		d.record(info, in, nil, history.TypeInfo, nil, nil, fmt.Sprintf("status %d, then the body was cut: %s", resp.StatusCode, describeErr(rerr, d.cfg.Timeout)))
-		return result{stop: ctx.Err() != nil}
-	}
+	resp, body := ex.resp, ex.body
 	d.ok.Add(1)
 	d.record(info, in, nil, history.TypeOK, resp, body, "")
 	res := result{status: resp.StatusCode}
@@ -114,56 +117,120 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	return res
 }
 
-// headers are the request headers attempt info of in carries.
-func (d *runner) headers(in *Intent, info AttemptInfo) http.Header {
-	h := make(http.Header, len(info.sent.Headers)+3)
-	for name, v := range info.sent.Headers {
-		h.Set(name, v)
+// headers are the request header fields attempt info of in carries,
+// canonical names in order, credentials in clear (for the wire).
+func (d *runner) headers(in *Intent, info AttemptInfo) history.Headers {
+	var h history.Headers
+	if info.sent.fromTemplate {
+		h = append(make(history.Headers, 0, len(d.static)+3), d.static...)
+	} else {
+		h = fieldsOf(info.sent.Headers)
 	}
 	if info.Key != "" {
-		h.Set(d.cfg.KeyHeader, info.Key)
+		h = setField(h, d.keyHeader, info.Key)
 	}
-	if d.cfg.IntentHeader != "" {
-		h.Set(d.cfg.IntentHeader, in.ID)
+	if d.intentHeader != "" {
+		h = setField(h, d.intentHeader, in.ID)
 	}
-	if tok, ok := d.cfg.Tokens[in.Tenant]; ok {
-		h.Set("Authorization", "Bearer "+tok)
+	if v, ok := d.bearer[in.Tenant]; ok {
+		h = setField(h, "Authorization", v)
 	}
 	return h
 }
 
+// fieldsOf turns header values by name into fields with canonical names,
+// in order, as http.Header.Set would keep them.
+func fieldsOf(m map[string]string) history.Headers {
+	h := make(history.Headers, 0, len(m)+3)
+	for name, v := range m {
+		h = setField(h, http.CanonicalHeaderKey(name), v)
+	}
+	return h
+}
+
+// setField sets name to v in the ordered fields h, replacing its value if
+// it is there.
+func setField(h history.Headers, name, v string) history.Headers {
+	i := 0
+	for i < len(h) && h[i].Name < name {
+		i++
+	}
+	if i < len(h) && h[i].Name == name {
+		h[i].Value = v
+		return h
+	}
+	return slices.Insert(h, i, history.Header{Name: name, Value: v})
+}
+
+// redacted is h as recorded: credentials hidden.
+func redacted(h history.Headers) history.Headers {
+	out := slices.Clone(h)
+	for i := range out {
+		if strings.EqualFold(out[i].Name, "Authorization") {
+			out[i].Value = "[redacted]"
+		}
+	}
+	return out
+}
+
 // notSent records an attempt that provably never left the client: its
 // invoke, then its fail.
-func (d *runner) notSent(info AttemptInfo, in *Intent, hdr http.Header, msg string) {
+func (d *runner) notSent(info AttemptInfo, in *Intent, hdr history.Headers, msg string) {
 	d.record(info, in, hdr, history.TypeInvoke, nil, nil, "")
 	d.fail.Add(1)
 	d.record(info, in, nil, history.TypeFail, nil, nil, "not sent: "+msg)
 }
 
-func (d *runner) record(info AttemptInfo, in *Intent, hdr http.Header, typ history.Type, resp *http.Response, body []byte, msg string) {
-	e := &history.Event{Type: typ, Op: info.Op, Error: msg}
+func (d *runner) record(info AttemptInfo, in *Intent, hdr history.Headers, typ history.Type, resp *http.Response, body []byte, msg string) {
+	// One allocation for the event and its request or response.
+	ev := &struct {
+		e    history.Event
+		req  history.Request
+		resp history.Response
+	}{}
+	e := &ev.e
+	e.Type, e.Op, e.Error = typ, info.Op, msg
 	switch typ {
 	case history.TypeInvoke:
 		e.Intent, e.Tenant, e.Key, e.Attempt, e.Client = in.ID, in.Tenant, info.Key, info.Attempt, in.Client
-		sent := info.sent
-		if sent == nil {
-			sent = &Rendered{Path: in.Path, Body: in.Body}
+		path, sent := in.Path, in.Body
+		if info.sent != nil {
+			path, sent = info.sent.Path, info.sent.Body
 		}
-		e.Req = &history.Request{Method: in.Method, Path: sent.Path, Headers: headersOf(hdr), Body: sent.Body}
+		ev.req = history.Request{Method: in.Method, Path: path, Headers: redacted(hdr), Body: sent}
+		e.Req = &ev.req
 	case history.TypeOK:
-		e.Resp = &history.Response{Status: resp.StatusCode, Headers: headersOf(resp.Header), Body: body}
+		ev.resp = history.Response{Status: resp.StatusCode, Headers: headersOf(resp.Header), Body: body}
+		e.Resp = &ev.resp
 	}
 	_ = d.cfg.Recorder.Write(e)
 }
 
-// headersOf flattens a header map in name order, joining repeated fields
-// with ", " (RFC 9110), and redacts credentials.
-func headersOf(h http.Header) history.Headers {
+// urlErrorOp is how net/http names a method in its errors ("Post").
+func urlErrorOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	if lower := strings.ToLower(method); lower != "" {
+		return method[:1] + lower[1:]
+	}
+	return method
+}
+
+// sortedNames are the field names of h in order.
+func sortedNames(h http.Header) []string {
 	names := make([]string, 0, len(h))
 	for k := range h {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	return names
+}
+
+// headersOf flattens a header map in name order, joining repeated fields
+// with ", " (RFC 9110), and redacts credentials.
+func headersOf(h http.Header) history.Headers {
+	names := sortedNames(h)
 	out := make(history.Headers, 0, len(names))
 	for _, k := range names {
 		v := strings.Join(h[k], ", ")

@@ -16,8 +16,10 @@
 // Recording is exact: every request put on the wire is one invoke event that
 // ends in ok, fail (provably never sent) or info (anything else); an attempt
 // a [Router] could not route is an invoke and a "not sent" fail, so the
-// history always loads. Go's
-// http.Transport silently re-sends a request that carries an Idempotency-Key
-// when a reused connection fails; the driver disables that (the request has
-// no GetBody), so a re-send is always a new, recorded attempt.
+// history always loads. The driver writes HTTP/1.1 itself on connections it
+// keeps alive (client.go) rather than through http.Transport, which silently
+// re-sends a request that carries an Idempotency-Key when a reused
+// connection fails and hands every request between goroutines: here the
+// attempt's goroutine writes its request and reads the answer (parsed by
+// http.ReadResponse), and a re-send is always a new, recorded attempt.
 package driver

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/ctxwait"
 )
 
@@ -175,8 +175,18 @@ func Run(ctx context.Context, cfg Config, intents []Intent) (Stats, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
-	d := &runner{cfg: cfg, shared: newClient(cfg, false)}
-	defer d.shared.CloseIdleConnections()
+	d := &runner{cfg: cfg, pool: newPool(cfg.Concurrency * 4), targets: targets{m: map[targetKey]target{}},
+		bufs:   sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }},
+		static: fieldsOf(cfg.Template.Headers), keyHeader: http.CanonicalHeaderKey(cfg.KeyHeader), bearer: map[string]string{}}
+	if cfg.IntentHeader != "" {
+		d.intentHeader = http.CanonicalHeaderKey(cfg.IntentHeader)
+	}
+	for tenant, tok := range cfg.Tokens {
+		d.bearer[tenant] = "Bearer " + tok
+	}
+	defer d.pool.close()
+	// The run's end interrupts the requests in flight.
+	defer context.AfterFunc(ctx, d.pool.close)()
 
 	order := make([]*Intent, len(intents))
 	for i := range intents {
@@ -231,7 +241,12 @@ func checkURLs(cfg Config, intents []Intent) error {
 			continue
 		}
 		seen[in.Method+" "+in.Path] = true
-		if _, err := http.NewRequest(in.Method, strings.TrimRight(cfg.BaseURL, "/")+in.Path, nil); err != nil {
+		u := strings.TrimRight(cfg.BaseURL, "/") + in.Path
+		if _, err := http.NewRequest(in.Method, u, nil); err != nil {
+			return fmt.Errorf("%w: intent %s: %s %q: %v", ErrConfig, in.ID, in.Method, in.Path, err)
+		}
+		// What the driver itself cannot send (another scheme, no host).
+		if _, err := parseTarget(u); err != nil {
 			return fmt.Errorf("%w: intent %s: %s %q: %v", ErrConfig, in.ID, in.Method, in.Path, err)
 		}
 	}
@@ -239,14 +254,24 @@ func checkURLs(cfg Config, intents []Intent) error {
 }
 
 type runner struct {
-	cfg    Config
-	shared *http.Client
-	sent   atomic.Int64
-	ok     atomic.Int64
-	info   atomic.Int64
-	fail   atomic.Int64
-	budget atomic.Bool
-	stats  Stats
+	cfg Config
+	// pool keeps the connections alive between attempts; targets caches
+	// parsed URLs; bufs are the buffers requests are written from.
+	pool    *pool
+	targets targets
+	bufs    sync.Pool
+	// static are the template's own header fields, when attempts do not
+	// render their own; keyHeader and intentHeader are canonical names;
+	// bearer is each tenant's Authorization value.
+	static                  history.Headers
+	keyHeader, intentHeader string
+	bearer                  map[string]string
+	sent                    atomic.Int64
+	ok                      atomic.Int64
+	info                    atomic.Int64
+	fail                    atomic.Int64
+	budget                  atomic.Bool
+	stats                   Stats
 }
 
 func (d *runner) snapshot() Stats {
@@ -268,9 +293,17 @@ func (d *runner) take() bool {
 // intent runs one intent to its end: the first attempt (with its double-click
 // copies), then retries as the client model dictates.
 func (d *runner) intent(ctx context.Context, in *Intent) {
-	h := fnv.New64a()
-	h.Write([]byte(in.ID))
-	rng := rand.New(rand.NewPCG(uint64(d.cfg.Seed), h.Sum64()))
+	// The intent's own source, made only when a draw is needed: most
+	// intents end at their first answer.
+	var rng *rand.Rand
+	draw := func() *rand.Rand {
+		if rng == nil {
+			h := fnv.New64a()
+			h.Write([]byte(in.ID))
+			rng = rand.New(rand.NewPCG(uint64(d.cfg.Seed), h.Sum64()))
+		}
+		return rng
+	}
 	var first time.Time
 	for n := 1; n <= d.cfg.Retry.MaxAttempts; n++ {
 		var res result
@@ -279,7 +312,7 @@ func (d *runner) intent(ctx context.Context, in *Intent) {
 			first = sent
 		}
 		if n == 1 && in.Clicks > 1 {
-			res = d.clicks(ctx, in, rng)
+			res = d.clicks(ctx, in, draw())
 		} else {
 			res = d.attempt(ctx, in, n, 0)
 		}
@@ -288,7 +321,7 @@ func (d *runner) intent(ctx context.Context, in *Intent) {
 		if res.stop || !d.cfg.Model.retryable(res.status, d.cfg.InFlightStatus) || n == d.cfg.Retry.MaxAttempts || sent.Sub(first) >= d.cfg.Retry.Budget {
 			return
 		}
-		if !ctxwait.Sleep(ctx, d.cfg.Retry.backoff(rng, n, res.retryAfter)) {
+		if !ctxwait.Sleep(ctx, d.cfg.Retry.backoff(draw(), n, res.retryAfter)) {
 			return
 		}
 	}
@@ -324,24 +357,4 @@ func (d *runner) clicks(ctx context.Context, in *Intent, rng *rand.Rand) result 
 		}
 	}
 	return best
-}
-
-func newClient(cfg Config, fresh bool) *http.Client {
-	tr := &http.Transport{
-		// Never a proxy from the environment: traffic goes only where the
-		// user pointed it.
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        cfg.Concurrency * 4,
-		MaxIdleConnsPerHost: cfg.Concurrency * 4,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true, // bodies are judged byte for byte
-		DisableKeepAlives:   fresh,
-		ForceAttemptHTTP2:   false,
-	}
-	return &http.Client{
-		Transport: tr,
-		// A redirect would be a second request the history does not show.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 }

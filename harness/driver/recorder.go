@@ -2,6 +2,7 @@ package driver
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +17,9 @@ type Recorder struct {
 	ops   atomic.Int64
 	w     *history.Writer
 	mu    sync.Mutex
-	sinks []func(*history.Event)
+	// sinks is replaced, never changed, under mu: Write reads it without
+	// a lock on every event.
+	sinks atomic.Pointer[[]func(*history.Event)]
 }
 
 // NewRecorder starts the run clock and writes the meta event to w.
@@ -49,7 +52,12 @@ func (r *Recorder) Ops() int64 { return r.ops.Load() }
 // progress displays). It must not block.
 func (r *Recorder) OnEvent(f func(*history.Event)) {
 	r.mu.Lock()
-	r.sinks = append(r.sinks, f)
+	var sinks []func(*history.Event)
+	if old := r.sinks.Load(); old != nil {
+		sinks = slices.Clone(*old)
+	}
+	sinks = append(sinks, f)
+	r.sinks.Store(&sinks)
 	r.mu.Unlock()
 }
 
@@ -59,11 +67,10 @@ func (r *Recorder) Write(e *history.Event) error {
 		e.NS = r.Now()
 	}
 	err := r.w.Write(e)
-	r.mu.Lock()
-	sinks := r.sinks
-	r.mu.Unlock()
-	for _, f := range sinks {
-		f(e)
+	if sinks := r.sinks.Load(); sinks != nil {
+		for _, f := range *sinks {
+			f(e)
+		}
 	}
 	return err
 }

@@ -37,6 +37,9 @@ type Rendered struct {
 	Path    string
 	Headers map[string]string
 	Body    []byte
+	// fromTemplate says Headers are the template's own, the same for
+	// every attempt (the driver prepares them once).
+	fromTemplate bool
 }
 
 // Render builds the request of an attempt of in carrying key. An intent
@@ -44,7 +47,7 @@ type Rendered struct {
 // written: its Path and Body, the template's headers untouched.
 func (t *Template) Render(in *Intent, key string) Rendered {
 	if in.Vars == nil {
-		return Rendered{Path: in.Path, Headers: t.Headers, Body: in.Body}
+		return Rendered{Path: in.Path, Headers: t.Headers, Body: in.Body, fromTemplate: true}
 	}
 	vals := make([]string, 0, 2*(len(in.Vars)+3))
 	for k, v := range in.Vars {

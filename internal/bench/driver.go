@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness/driver"
@@ -36,9 +37,34 @@ type DriverResult struct {
 	Vegeta, VegetaProxy Summary
 	// HistoryBytesPerRequest is the history the driver wrote per request.
 	HistoryBytesPerRequest float64
+	// The CPU each workload cost per answered request, in microseconds of
+	// user+system time: this whole process (handler, proxy, and the driver
+	// or vegeta) plus, for wrk, wrk's own. Unlike the rates, these do not
+	// depend on how much of a shared machine each workload was given.
+	WrkCPU, WrkProxyCPU, DriverCPU, DriverProxyCPU, VegetaCPU, VegetaProxyCPU Summary
 }
 
-var wrkRate = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+// cpuTime is the user+system CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// perRequest is CPU time in microseconds per request.
+func perRequest(cpu time.Duration, n float64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return float64(cpu.Microseconds()) / n
+}
+
+var (
+	wrkRate  = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	wrkCount = regexp.MustCompile(`([0-9]+) requests in `)
+)
 
 func (b *bench) driver(ctx context.Context) error {
 	// Without wrk the section still compares the driver with vegeta, and
@@ -74,87 +100,104 @@ func (b *bench) driver(ctx context.Context) error {
 	b.rep.Driver = res
 	intents := benchIntents(int(b.opts.Slice.Seconds()*80_000) + 10_000)
 
-	runWrk := func(target string) (float64, error) {
+	// Each workload returns its rate and its CPU per request.
+	runWrk := func(target string) (float64, float64, error) {
 		secs := max(1, int(b.opts.Slice.Round(time.Second).Seconds()))
-		out, err := exec.CommandContext(ctx, wrk, "-t", strconv.Itoa(threads), "-c", strconv.Itoa(b.opts.Concurrency),
-			"-d", strconv.Itoa(secs)+"s", "-s", script, "http://"+target+"/v1/orders").CombinedOutput()
+		cmd := exec.CommandContext(ctx, wrk, "-t", strconv.Itoa(threads), "-c", strconv.Itoa(b.opts.Concurrency),
+			"-d", strconv.Itoa(secs)+"s", "-s", script, "http://"+target+"/v1/orders")
+		cpu0 := cpuTime()
+		out, err := cmd.CombinedOutput()
+		cpu := cpuTime() - cpu0
 		if err != nil {
-			return 0, fmt.Errorf("wrk: %w\n%s", err, out)
+			return 0, 0, fmt.Errorf("wrk: %w\n%s", err, out)
 		}
+		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		if strings.Contains(string(out), "Non-2xx") || strings.Contains(string(out), "Socket errors") {
-			return 0, fmt.Errorf("wrk saw errors:\n%s", out)
+			return 0, 0, fmt.Errorf("wrk saw errors:\n%s", out)
 		}
-		m := wrkRate.FindSubmatch(out)
-		if m == nil {
-			return 0, fmt.Errorf("wrk: no Requests/sec in\n%s", out)
+		m, c := wrkRate.FindSubmatch(out), wrkCount.FindSubmatch(out)
+		if m == nil || c == nil {
+			return 0, 0, fmt.Errorf("wrk: no Requests/sec or request count in\n%s", out)
 		}
-		return strconv.ParseFloat(string(m[1]), 64)
+		n, err := strconv.ParseFloat(string(c[1]), 64)
+		if err != nil {
+			return 0, 0, err
+		}
+		r, err := strconv.ParseFloat(string(m[1]), 64)
+		return r, perRequest(cpu, n), err
 	}
 	var histBytes, histReqs float64
-	runDriver := func(target string) (float64, error) {
+	runDriver := func(target string) (float64, float64, error) {
 		path := filepath.Join(dir, "driver.jsonl")
 		f, err := os.Create(path)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		defer os.Remove(path)
 		defer f.Close()
 		rec, err := driver.NewRecorder(history.NewWriter(f), "bench-driver", 1)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
+		cpu0 := cpuTime()
 		st, err := driver.Run(ctx, driver.Config{BaseURL: "http://" + target, Tokens: map[string]string{"t1": "tok-t1"},
 			Headers: map[string]string{"Content-Type": "application/json"}, Concurrency: b.opts.Concurrency,
 			MaxRequests: len(intents), Deadline: b.opts.Slice, Timeout: 5 * time.Second, Recorder: rec, Seed: 1}, intents)
+		cpu := cpuTime() - cpu0
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if st.Fail > 0 || (st.Info > int64(b.opts.Concurrency)) {
-			return 0, fmt.Errorf("driver: %d fail, %d info of %d requests", st.Fail, st.Info, st.Requests)
+			return 0, 0, fmt.Errorf("driver: %d fail, %d info of %d requests", st.Fail, st.Info, st.Requests)
 		}
 		if st.Requests >= int64(len(intents)) {
-			return 0, fmt.Errorf("driver: ran out of intents (%d) before the deadline", len(intents))
+			return 0, 0, fmt.Errorf("driver: ran out of intents (%d) before the deadline", len(intents))
 		}
 		if fi, err := f.Stat(); err == nil {
 			histBytes += float64(fi.Size())
 			histReqs += float64(st.Requests)
 		}
-		return float64(st.OK) / st.Elapsed.Seconds(), nil
+		return float64(st.OK) / st.Elapsed.Seconds(), perRequest(cpu, float64(st.OK)), nil
 	}
 	// Warm-up: connections, the proxy's first links, the page cache.
-	if _, err := runDriver(paddr); err != nil {
+	if _, _, err := runDriver(paddr); err != nil {
 		return err
 	}
-	runVeg := func(target string) (float64, error) {
-		return runVegeta(target, b.opts.Concurrency, b.opts.Slice, uint64(len(intents)))
+	runVeg := func(target string) (float64, float64, error) {
+		cpu0 := cpuTime()
+		rate, n, err := runVegeta(target, b.opts.Concurrency, b.opts.Slice, uint64(len(intents)))
+		return rate, perRequest(cpuTime()-cpu0, float64(n)), err
 	}
 	var wrkD, wrkP, drvD, drvP, vegD, vegP []float64
+	var wrkDC, wrkPC, drvDC, drvPC, vegDC, vegPC []float64
 	for round := range b.opts.Repeats {
 		for _, w := range []struct {
-			name   string
-			run    func(string) (float64, error)
-			target string
-			into   *[]float64
+			name      string
+			run       func(string) (float64, float64, error)
+			target    string
+			into, cpu *[]float64
 		}{
-			{"wrk direct", runWrk, addr, &wrkD},
-			{"driver direct", runDriver, addr, &drvD},
-			{"vegeta direct", runVeg, addr, &vegD},
-			{"vegeta via proxy", runVeg, paddr, &vegP},
-			{"driver via proxy", runDriver, paddr, &drvP},
-			{"wrk via proxy", runWrk, paddr, &wrkP},
+			{"wrk direct", runWrk, addr, &wrkD, &wrkDC},
+			{"driver direct", runDriver, addr, &drvD, &drvDC},
+			{"vegeta direct", runVeg, addr, &vegD, &vegDC},
+			{"vegeta via proxy", runVeg, paddr, &vegP, &vegPC},
+			{"driver via proxy", runDriver, paddr, &drvP, &drvPC},
+			{"wrk via proxy", runWrk, paddr, &wrkP, &wrkPC},
 		} {
 			if wrk == "" && w.into == &wrkD || wrk == "" && w.into == &wrkP {
 				continue
 			}
-			rate, err := w.run(w.target)
+			rate, cpu, err := w.run(w.target)
 			if err != nil {
 				return fmt.Errorf("%s: %w", w.name, err)
 			}
-			*w.into = append(*w.into, rate)
-			b.logf("driver round %d/%d: %-16s %8.0f req/s", round+1, b.opts.Repeats, w.name, rate)
+			*w.into, *w.cpu = append(*w.into, rate), append(*w.cpu, cpu)
+			b.logf("driver round %d/%d: %-16s %8.0f req/s %6.1f µs CPU/req", round+1, b.opts.Repeats, w.name, rate, cpu)
 		}
 		res.Wrk, res.WrkProxy, res.Driver, res.DriverProxy = Summarize(wrkD), Summarize(wrkP), Summarize(drvD), Summarize(drvP)
 		res.Vegeta, res.VegetaProxy = Summarize(vegD), Summarize(vegP)
+		res.WrkCPU, res.WrkProxyCPU, res.DriverCPU, res.DriverProxyCPU = Summarize(wrkDC), Summarize(wrkPC), Summarize(drvDC), Summarize(drvPC)
+		res.VegetaCPU, res.VegetaProxyCPU = Summarize(vegDC), Summarize(vegPC)
 		if histReqs > 0 {
 			res.HistoryBytesPerRequest = histBytes / histReqs
 		}

@@ -337,6 +337,35 @@ func (r *Report) driverMD(p printer) {
 			(1-d.WrkProxy.Median/d.Wrk.Median)*100, rate(d.Wrk.Median), rate(d.WrkProxy.Median))
 		p("")
 	}
+	if d.DriverCPU.N > 0 {
+		// Rates follow the share of a shared machine each workload got (wrk
+		// is its own process, so it runs more threads); CPU per request
+		// does not.
+		p("CPU per answered request (user+system µs, median; this process — handler, proxy, and the driver or vegeta — plus wrk's own), " +
+			"and the driver's requests per CPU-second over the others':")
+		p("")
+		p("| path | wrk | vegeta | driver | driver / wrk | driver / vegeta |")
+		p("|---|---|---|---|---|---|")
+		for _, c := range []struct {
+			path          string
+			wrk, veg, drv Summary
+		}{{"direct", d.WrkCPU, d.VegetaCPU, d.DriverCPU}, {"through the proxy", d.WrkProxyCPU, d.VegetaProxyCPU, d.DriverProxyCPU}} {
+			us := func(s Summary) string {
+				if s.N == 0 {
+					return "—"
+				}
+				return fmt.Sprintf("%.1f", s.Median)
+			}
+			over := func(other Summary) string { // requests per CPU-second: the inverse ratio of costs
+				if other.N == 0 || c.drv.N == 0 {
+					return "—"
+				}
+				return ratio(other.Median, c.drv.Median)
+			}
+			p("| %s | %s | %s | %s | %s | %s |", c.path, us(c.wrk), us(c.veg), us(c.drv), over(c.wrk), over(c.veg))
+		}
+		p("")
+	}
 }
 
 func (r *Report) checkerMD(p printer) {

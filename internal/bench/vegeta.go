@@ -17,9 +17,9 @@ import (
 // its next request as soon as the previous one answered), the driver's
 // request timeout, and response bodies read whole like the driver does.
 // The attack is bounded both by d and by maxRequests. It returns the rate
-// of 201 answers per second; any other answer or error fails the sample,
-// as it does for the driver and wrk.
-func runVegeta(target string, concurrency int, d time.Duration, maxRequests uint64) (float64, error) {
+// of 201 answers per second and their count; any other answer or error
+// fails the sample, as it does for the driver and wrk.
+func runVegeta(target string, concurrency int, d time.Duration, maxRequests uint64) (float64, uint64, error) {
 	hdr := http.Header{}
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Authorization", "Bearer tok-t1")
@@ -47,12 +47,12 @@ func runVegeta(target string, concurrency int, d time.Duration, maxRequests uint
 	}
 	elapsed := time.Since(start)
 	if bad > 0 {
-		return 0, fmt.Errorf("vegeta: %d of %d requests failed (first: %s)", bad, ok+bad, firstErr)
+		return 0, 0, fmt.Errorf("vegeta: %d of %d requests failed (first: %s)", bad, ok+bad, firstErr)
 	}
 	if ok >= maxRequests {
-		return 0, fmt.Errorf("vegeta: reached its request cap (%d) before the deadline", maxRequests)
+		return 0, 0, fmt.Errorf("vegeta: reached its request cap (%d) before the deadline", maxRequests)
 	}
-	return float64(ok) / elapsed.Seconds(), nil
+	return float64(ok) / elapsed.Seconds(), ok, nil
 }
 
 // cappedPacer paces nothing (an unbounded rate) and stops after its count.

@@ -20,13 +20,13 @@ func TestRunVegeta_CountsCapsAndFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	rate, err := runVegeta(addr, 4, 200*time.Millisecond, 1_000_000)
-	if err != nil || rate <= 0 {
-		t.Fatalf("runVegeta on the floor = %v, %v; want a positive rate", rate, err)
+	rate, n, err := runVegeta(addr, 4, 200*time.Millisecond, 1_000_000)
+	if err != nil || rate <= 0 || n == 0 {
+		t.Fatalf("runVegeta on the floor = %v, %d, %v; want a positive rate and count", rate, n, err)
 	}
 	// A cap reached before the deadline makes the sample invalid, since it
 	// would no longer be a rate over the whole slice.
-	if _, err := runVegeta(addr, 4, time.Minute, 50); err == nil || !strings.Contains(err.Error(), "request cap") {
+	if _, _, err := runVegeta(addr, 4, time.Minute, 50); err == nil || !strings.Contains(err.Error(), "request cap") {
 		t.Fatalf("runVegeta with a 50-request cap = %v, want the cap error", err)
 	}
 
@@ -43,7 +43,7 @@ func TestRunVegeta_CountsCapsAndFails(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 	}))
 	defer bad.Close() // httptest listens on 127.0.0.1
-	_, err = runVegeta(bad.Listener.Addr().String(), 2, 200*time.Millisecond, 1_000_000)
+	_, _, err = runVegeta(bad.Listener.Addr().String(), 2, 200*time.Millisecond, 1_000_000)
 	if err == nil || !strings.Contains(err.Error(), "status 500") {
 		t.Fatalf("runVegeta against a handler that fails every tenth request = %v, want a failure naming status 500", err)
 	}
