@@ -352,7 +352,13 @@ func canFail(kind string) bool {
 // multiKeys returns the (tenant, key) of every scope with two or more
 // attempts: the only keys judge asks duplicatedKeys about.
 func multiKeys(order []scope, groups [][]int32) map[tenantKey]bool {
-	m := make(map[tenantKey]bool)
+	n := 0
+	for g := range order {
+		if len(groups[g]) >= 2 {
+			n++
+		}
+	}
+	m := make(map[tenantKey]bool, n)
 	for g, s := range order {
 		if len(groups[g]) >= 2 {
 			m[tenantKey{s.tenant, s.key}] = true

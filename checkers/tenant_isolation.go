@@ -39,6 +39,11 @@ func (c tenantIsolation) check(ix *index) Result {
 	// owners maps a body hash to its entry in bodies, one slice for all.
 	owners := make(map[uint64]int32, len(h.Attempts))
 	var bodies []bodyOwner
+	// cands are the attempts that received a body first received by
+	// another tenant, in history order: only they can be leaks. Which
+	// tenant first received a body never changes, so the first pass finds
+	// them all; whether the body turned out generic is known after it.
+	var cands []int32
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
 		if classify(a, c.cfg.profile()) != succeeded || a.RespLen == 0 {
@@ -53,6 +58,9 @@ func (c tenantIsolation) check(ix *index) Result {
 		}
 		o := &bodies[b]
 		f := &h.Attempts[o.first]
+		if f.Tenant != a.Tenant {
+			cands = append(cands, int32(i))
+		}
 		switch {
 		case o.generic:
 		case f.Tenant == a.Tenant:
@@ -70,29 +78,32 @@ func (c tenantIsolation) check(ix *index) Result {
 	// A tenant whose key has an effect of its own was served by an
 	// execution made for it: a body equal to another tenant's is then a
 	// coincidence (services number orders per tenant: both get
-	// {"order_id":2}), not a leak.
+	// {"order_id":2}), not a leak. The map of executed keys is built on
+	// the first candidate that needs it: a clean history has none.
 	var did func(tenantKey) bool
 	if g := c.cfg.globals; g != nil && g.Executed != nil {
 		// A part of a history cut by response body holds no effects.
 		did = func(tk tenantKey) bool { return h.EffectsKnown && g.Executed(tk.tenant, tk.key) }
 	} else {
-		executed := make(map[tenantKey]bool)
-		if h.EffectsKnown {
-			for _, e := range ix.effects {
-				executed[tenantKey{e.Tenant, e.Key}] = true
+		var executed map[tenantKey]bool
+		did = func(tk tenantKey) bool {
+			if executed == nil {
+				executed = make(map[tenantKey]bool)
+				if h.EffectsKnown {
+					for _, e := range ix.effects {
+						executed[tenantKey{e.Tenant, e.Key}] = true
+					}
+				}
 			}
+			return executed[tk]
 		}
-		did = func(tk tenantKey) bool { return executed[tk] }
 	}
 	seen := make(map[tenantKey]bool)
-	for i := range h.Attempts {
+	for _, i := range cands {
 		a := &h.Attempts[i]
-		if classify(a, c.cfg.profile()) != succeeded || a.RespLen == 0 {
-			continue
-		}
 		o := &bodies[owners[a.RespHash]]
 		f := &h.Attempts[o.first]
-		if o.generic || f.Tenant == a.Tenant || seen[tenantKey{a.Tenant, a.Key}] {
+		if o.generic || seen[tenantKey{a.Tenant, a.Key}] {
 			continue
 		}
 		switch fx, ax := did(tenantKey{f.Tenant, f.Key}), did(tenantKey{a.Tenant, a.Key}); {

@@ -30,6 +30,9 @@ func TestLoad_DirectPathMatchesEvents(t *testing.T) {
 		"generated": histgen.Generate(histgen.Default(5000)),
 		"odd ops":   []byte(meta + `{"type":"invoke","op":-3,"ns":1}` + "\n" + `{"type":"invoke","op":9000000000,"ns":2,"req":{}}` + "\n" + `{"type":"ok","op":-3,"ns":3,"resp":{"status":204}}` + "\n" + `{"type":"info","op":9000000000,"ns":4}` + "\n"),
 		"escapes":   []byte(meta + `{"type":"invoke","\u006fp":1,"ns":1,"req":{"method":"P\u004fST","headers":{"A":"\u00e9"},"body":"\u0000\n"}}` + "\n" + `{"type":"ok","op":1,"ns":2,"resp":{"status":200,"headers":{"content-TYPE":"x","Location":"\u002f"},"body_b64":"/w=="}}` + "\n"),
+		// Strings past the scanner's plain loop: escapes before, at and
+		// after its end, an escaped backslash before a quote.
+		"long strings": []byte(meta + `{"type":"invoke","op":1,"ns":1,"key":"0123456789012345678901234567890123456789","req":{"path":"/0123456789012345678901234567890\"x","body":"{\"a\":\"0123456789012345678901234567890123456789\\\\\",\"b\":\"\u00e9\"}"}}` + "\n" + `{"type":"ok","op":1,"ns":2,"resp":{"status":200,"headers":{"Location":"/01234567890123456789012345678901234567\\\\"},"body":"0123456789012345678901234567890123456789\\n\""}}` + "\n"),
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)

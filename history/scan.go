@@ -19,10 +19,12 @@ type scanner struct {
 }
 
 // tok is one value of the line: its kind and where it lies. For a string,
-// start and end bound its content, without the quotes.
+// start and end bound its content, without the quotes, and esc says
+// whether the content has a backslash.
 type tok struct {
 	kind       byte // 0 absent, '"' string, 'n' number, '{' object, '[' array, 'l' true, false or null
 	null       bool
+	esc        bool
 	start, end int
 }
 
@@ -38,32 +40,52 @@ func (s *scanner) ws(i int) int {
 }
 
 // str scans the string that opens at i; it returns the index after it.
-// Whether the content has escapes is left to [scanner.text], which is only
-// asked for the strings a History keeps.
+// Unescaping is left to [scanner.text], which is only asked for the strings
+// a History keeps.
 func (s *scanner) str(i int) (tok, int, bool) {
 	t := tok{kind: '"', start: i + 1}
-	j := i + 1
-	for {
-		q := bytes.IndexByte(s.line[j:], '"')
+	line := s.line
+	// Keys and most values are short: a plain loop beats a search call.
+	// It steps over each escape, so a JSON body held as a string (an
+	// escape at every quote) is one pass too.
+	j := t.start
+	for n := min(len(line), j+shortStr); j < n; j++ {
+		switch line[j] {
+		case '\\':
+			t.esc = true
+			j++
+		case '"':
+			t.end = j
+			return t, j + 1, true
+		}
+	}
+	if !t.esc && j < len(line) {
+		q := bytes.IndexByte(line[j:], '"')
 		if q < 0 {
 			return t, 0, false
 		}
-		q += j
-		if q == t.start || s.line[q-1] != '\\' {
-			t.end = q
-			return t, q + 1, true
+		if j += q; line[j-1] != '\\' {
+			t.end = j
+			t.esc = bytes.IndexByte(line[t.start:j], '\\') >= 0
+			return t, j + 1, true
 		}
-		k := q - 1
-		for k > t.start && s.line[k-1] == '\\' {
-			k--
-		}
-		if (q-k)%2 == 0 {
-			t.end = q
-			return t, q + 1, true
-		}
-		j = q + 1
+		j = t.start // an escaped quote: the plain loop again
 	}
+	for ; j < len(line); j++ {
+		switch line[j] {
+		case '\\':
+			t.esc = true
+			j++
+		case '"':
+			t.end = j
+			return t, j + 1, true
+		}
+	}
+	return t, 0, false
 }
+
+// shortStr is how far str looks with a plain loop before it searches.
+const shortStr = 32
 
 // value scans the value at i (after white space) and returns the index
 // after it.
@@ -135,7 +157,7 @@ func (s *scanner) members(i, depth int, f func(key []byte, at int) (int, bool)) 
 			return 0, false
 		}
 		k, j2, ok := s.str(j)
-		if !ok || bytes.IndexByte(s.line[k.start:k.end], '\\') >= 0 {
+		if !ok || k.esc {
 			return 0, false
 		}
 		j = s.ws(j2)
@@ -170,46 +192,46 @@ func (s *scanner) members(i, depth int, f func(key []byte, at int) (int, bool)) 
 // malformed escape).
 func (s *scanner) text(t tok) ([]byte, bool) {
 	raw := s.line[t.start:t.end]
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if !t.esc {
 		return raw, true
 	}
+	// Unescaping never lengthens a string (a \\u escape of 6 bytes is at
+	// most 3 of UTF-8, surrogates aside), so the bytes are written straight
+	// into room made for all of raw. Runs between escapes are short in JSON
+	// bodies: a byte loop beats a copy call per run.
 	start := len(s.esc)
 	s.esc = slices.Grow(s.esc, len(raw))
-	for len(raw) > 0 {
-		// Runs between escapes are short in JSON bodies: a plain loop beats
-		// a call per run.
-		n := 0
-		for n < len(raw) && raw[n] != '\\' {
-			n++
+	out := s.esc[start : start+len(raw)]
+	w := 0
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			out[w] = c
+			w++
+			continue
 		}
-		s.esc = append(s.esc, raw[:n]...)
-		if n == len(raw) {
-			break
-		}
-		if n+1 >= len(raw) {
+		if i+1 >= len(raw) {
 			return nil, false
 		}
-		c := raw[n+1]
-		raw = raw[n+2:]
-		switch c {
+		i++
+		switch c = raw[i]; c {
 		case '"', '\\', '/':
-			s.esc = append(s.esc, c)
 		case 'b':
-			s.esc = append(s.esc, '\b')
+			c = '\b'
 		case 'f':
-			s.esc = append(s.esc, '\f')
+			c = '\f'
 		case 'n':
-			s.esc = append(s.esc, '\n')
+			c = '\n'
 		case 'r':
-			s.esc = append(s.esc, '\r')
+			c = '\r'
 		case 't':
-			s.esc = append(s.esc, '\t')
+			c = '\t'
 		case 'u':
-			if len(raw) < 4 {
+			if len(raw)-i-1 < 4 {
 				return nil, false
 			}
 			var r rune
-			for _, h := range raw[:4] {
+			for _, h := range raw[i+1 : i+5] {
 				switch {
 				case h >= '0' && h <= '9':
 					r = r<<4 | rune(h-'0')
@@ -224,13 +246,17 @@ func (s *scanner) text(t tok) ([]byte, bool) {
 			if r >= 0xd800 && r < 0xe000 {
 				return nil, false // a surrogate: the parser pairs them
 			}
-			s.esc = utf8.AppendRune(s.esc, r)
-			raw = raw[4:]
+			w += utf8.EncodeRune(out[w:], r)
+			i += 4
+			continue
 		default:
 			return nil, false
 		}
+		out[w] = c
+		w++
 	}
-	return s.esc[start:], true
+	s.esc = s.esc[:start+w]
+	return out[:w:w], true
 }
 
 // optStr reads an optional string field: absent or null is empty.
