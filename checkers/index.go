@@ -57,7 +57,7 @@ func (ix *index) byScope() ([]scope, [][]int32) {
 	// scopes that share a key across tenants or endpoints are chained
 	// through next.
 	scopes := make([]scope, 0, len(h.Attempts))
-	var next, count []int32
+	next, count := make([]int32, 0, len(h.Attempts)), make([]int32, 0, len(h.Attempts))
 	byKey := make(map[string]int32, len(h.Attempts))
 	of := make([]int32, len(h.Attempts)) // scope of each attempt, -1 for none
 	for i := range h.Attempts {

@@ -24,9 +24,6 @@ func (tenantIsolation) Name() string { return "tenant-isolation" }
 type bodyOwner struct {
 	first   int32 // first attempt that received the body
 	generic bool  // some tenant received it under more than one key
-	// keys maps each other tenant that received the body to the first key it
-	// came under; nil until a second tenant receives it (rare).
-	keys map[string]string
 }
 
 func (c tenantIsolation) Check(h *history.History, effects []history.Effect) Result {
@@ -38,7 +35,10 @@ func (c tenantIsolation) check(ix *index) Result {
 	r := Result{Name: c.Name()}
 	// owners maps a body hash to its entry in bodies, one slice for all.
 	owners := make(map[uint64]int32, len(h.Attempts))
-	var bodies []bodyOwner
+	bodies := make([]bodyOwner, 0, len(h.Attempts))
+	// others maps a body that other tenants received too to each such
+	// tenant's first key for it (rare: kept apart from bodies).
+	var others map[int32]map[string]string
 	// cands are the attempts that received a body first received by
 	// another tenant, in history order: only they can be leaks. Which
 	// tenant first received a body never changes, so the first pass finds
@@ -65,11 +65,14 @@ func (c tenantIsolation) check(ix *index) Result {
 		case o.generic:
 		case f.Tenant == a.Tenant:
 			o.generic = f.Key != a.Key
-		case o.keys == nil:
-			o.keys = map[string]string{a.Tenant: a.Key}
+		case others[b] == nil:
+			if others == nil {
+				others = make(map[int32]map[string]string)
+			}
+			others[b] = map[string]string{a.Tenant: a.Key}
 		default:
-			if k, ok := o.keys[a.Tenant]; !ok {
-				o.keys[a.Tenant] = a.Key
+			if k, ok := others[b][a.Tenant]; !ok {
+				others[b][a.Tenant] = a.Key
 			} else if k != a.Key {
 				o.generic = true
 			}
