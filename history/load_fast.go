@@ -243,6 +243,10 @@ type lineFields struct {
 
 type bodyFields struct {
 	method, path, headers, body, bodyB64, status tok
+	// text is the body unescaped as it was scanned (when textRead), or
+	// textBad when it has an escape the scanner leaves to the parser.
+	text              []byte
+	textRead, textBad bool
 }
 
 // fast applies a line when it is a well-formed invoke, completion or effect
@@ -337,6 +341,13 @@ func (l *loader) bodyField(k []byte, at int) (int, bool) {
 		dst = &b.bodyB64
 	case "status":
 		dst = &b.status
+	}
+	if dst == &b.body && dst.kind == 0 && at < len(l.sc.line) && l.sc.line[at] == '"' {
+		// A body is nearly always kept (hashed): read and unescaped in
+		// one pass.
+		t, text, textOK, end, ok := l.sc.strText(at)
+		*dst, b.text, b.textRead, b.textBad = t, text, true, !textOK
+		return end, ok
 	}
 	if dst == &b.headers && dst.kind == 0 && at < len(l.sc.line) && l.sc.line[at] == '{' {
 		// The headers are checked (an object of strings) and the kept ones
@@ -537,6 +548,9 @@ func (l *loader) content(b *bodyFields) ([]byte, bool) {
 	if b.body.kind != 0 && !b.body.null {
 		if b.body.kind != '"' {
 			return nil, false
+		}
+		if b.textRead {
+			return b.text, !b.textBad
 		}
 		return l.sc.text(b.body)
 	}

@@ -84,6 +84,98 @@ func (s *scanner) str(i int) (tok, int, bool) {
 	return t, 0, false
 }
 
+// strText scans the string that opens at i as [scanner.str] does and
+// returns its content unescaped as [scanner.text] would, in one pass:
+// textOK is false for an escape text leaves to the parser.
+func (s *scanner) strText(i int) (t tok, text []byte, textOK bool, end int, ok bool) {
+	line := s.line
+	t = tok{kind: '"', start: i + 1}
+	j := t.start
+	for j < len(line) && line[j] != '"' && line[j] != '\\' {
+		j++
+	}
+	if j >= len(line) {
+		return t, nil, false, 0, false
+	}
+	if line[j] == '"' {
+		t.end = j
+		return t, line[t.start:j], true, j + 1, true
+	}
+	t.esc = true
+	start := len(s.esc)
+	s.esc = append(slices.Grow(s.esc, len(line)-t.start), line[t.start:j]...)
+	textOK = true
+	for j < len(line) {
+		switch c := line[j]; {
+		case c == '"':
+			t.end = j
+			if !textOK {
+				return t, nil, false, j + 1, true
+			}
+			return t, s.esc[start:len(s.esc):len(s.esc)], true, j + 1, true
+		case c != '\\':
+			s.esc = append(s.esc, c)
+			j++
+		case j+1 >= len(line):
+			return t, nil, false, 0, false
+		default:
+			if textOK {
+				var n int
+				if s.esc, n, textOK = appendEscape(s.esc, line[j:]); textOK {
+					j += n
+					continue
+				}
+			}
+			j += 2 // the escaped byte cannot end the string
+		}
+	}
+	return t, nil, false, 0, false
+}
+
+// appendEscape appends what the escape at the start of esc stands for and
+// returns how many bytes it took; ok is false for one [scanner.text]
+// leaves to the parser.
+func appendEscape(dst, esc []byte) (out []byte, n int, ok bool) {
+	c := esc[1]
+	switch c {
+	case '"', '\\', '/':
+	case 'b':
+		c = '\b'
+	case 'f':
+		c = '\f'
+	case 'n':
+		c = '\n'
+	case 'r':
+		c = '\r'
+	case 't':
+		c = '\t'
+	case 'u':
+		if len(esc) < 6 {
+			return dst, 0, false
+		}
+		var r rune
+		for _, h := range esc[2:6] {
+			switch {
+			case h >= '0' && h <= '9':
+				r = r<<4 | rune(h-'0')
+			case h >= 'a' && h <= 'f':
+				r = r<<4 | rune(h-'a'+10)
+			case h >= 'A' && h <= 'F':
+				r = r<<4 | rune(h-'A'+10)
+			default:
+				return dst, 0, false
+			}
+		}
+		if r >= 0xd800 && r < 0xe000 {
+			return dst, 0, false // a surrogate: the parser pairs them
+		}
+		return utf8.AppendRune(dst, r), 6, true
+	default:
+		return dst, 0, false
+	}
+	return append(dst, c), 2, true
+}
+
 // shortStr is how far str looks with a plain loop before it searches.
 const shortStr = 32
 
@@ -156,19 +248,25 @@ func (s *scanner) members(i, depth int, f func(key []byte, at int) (int, bool)) 
 		if j >= len(s.line) || s.line[j] != '"' {
 			return 0, false
 		}
-		k, j2, ok := s.str(j)
-		if !ok || k.esc {
+		// Keys are short and plain: read in place. A key with an escape
+		// is left to the parser.
+		k0, k1 := j+1, j+1
+		for k1 < len(s.line) && s.line[k1] != '"' && s.line[k1] != '\\' {
+			k1++
+		}
+		if k1 >= len(s.line) || s.line[k1] != '"' {
 			return 0, false
 		}
-		j = s.ws(j2)
+		j = s.ws(k1 + 1)
 		if j >= len(s.line) || s.line[j] != ':' {
 			return 0, false
 		}
 		var j3 int
+		var ok bool
 		if f == nil {
 			_, j3, ok = s.value(s.ws(j+1), depth)
 		} else {
-			j3, ok = f(s.line[k.start:k.end], s.ws(j+1))
+			j3, ok = f(s.line[k0:k1], s.ws(j+1))
 		}
 		if !ok {
 			return 0, false
