@@ -102,58 +102,72 @@ func (s *scanner) strText(i int) (t tok, text []byte, textOK bool, end int, ok b
 		return t, line[t.start:j], true, j + 1, true
 	}
 	t.esc = true
+	// Unescaping never lengthens a string: the rest of the line is room
+	// enough, written by index (runs between escapes are short).
 	start := len(s.esc)
-	s.esc = append(slices.Grow(s.esc, len(line)-t.start), line[t.start:j]...)
+	s.esc = slices.Grow(s.esc, len(line)-t.start)
+	out := s.esc[start : start+len(line)-t.start]
+	w := copy(out, line[t.start:j])
 	textOK = true
 	for j < len(line) {
-		switch c := line[j]; {
-		case c == '"':
+		c := line[j]
+		if c != '"' && c != '\\' {
+			out[w] = c
+			w++
+			j++
+			continue
+		}
+		if c == '"' {
 			t.end = j
 			if !textOK {
 				return t, nil, false, j + 1, true
 			}
-			return t, s.esc[start:len(s.esc):len(s.esc)], true, j + 1, true
-		case c != '\\':
-			s.esc = append(s.esc, c)
-			j++
-		case j+1 >= len(line):
-			return t, nil, false, 0, false
-		default:
-			if textOK {
-				var n int
-				if s.esc, n, textOK = appendEscape(s.esc, line[j:]); textOK {
-					j += n
-					continue
-				}
-			}
-			j += 2 // the escaped byte cannot end the string
+			s.esc = s.esc[:start+w]
+			return t, out[:w:w], true, j + 1, true
 		}
+		if j+1 >= len(line) {
+			return t, nil, false, 0, false
+		}
+		if textOK {
+			var r rune
+			var n int
+			if r, n, textOK = decodeEscape(line[j:]); textOK {
+				if r < utf8.RuneSelf {
+					out[w] = byte(r)
+					w++
+				} else {
+					w += utf8.EncodeRune(out[w:], r)
+				}
+				j += n
+				continue
+			}
+		}
+		j += 2 // the escaped byte cannot end the string
 	}
 	return t, nil, false, 0, false
 }
 
-// appendEscape appends what the escape at the start of esc stands for and
-// returns how many bytes it took; ok is false for one [scanner.text]
-// leaves to the parser.
-func appendEscape(dst, esc []byte) (out []byte, n int, ok bool) {
-	c := esc[1]
-	switch c {
+// decodeEscape returns what the escape at the start of esc stands for and
+// how many bytes it took; ok is false for one [scanner.text] leaves to the
+// parser.
+func decodeEscape(esc []byte) (r rune, n int, ok bool) {
+	switch c := esc[1]; c {
 	case '"', '\\', '/':
+		return rune(c), 2, true
 	case 'b':
-		c = '\b'
+		return '\b', 2, true
 	case 'f':
-		c = '\f'
+		return '\f', 2, true
 	case 'n':
-		c = '\n'
+		return '\n', 2, true
 	case 'r':
-		c = '\r'
+		return '\r', 2, true
 	case 't':
-		c = '\t'
+		return '\t', 2, true
 	case 'u':
 		if len(esc) < 6 {
-			return dst, 0, false
+			return 0, 0, false
 		}
-		var r rune
 		for _, h := range esc[2:6] {
 			switch {
 			case h >= '0' && h <= '9':
@@ -163,17 +177,15 @@ func appendEscape(dst, esc []byte) (out []byte, n int, ok bool) {
 			case h >= 'A' && h <= 'F':
 				r = r<<4 | rune(h-'A'+10)
 			default:
-				return dst, 0, false
+				return 0, 0, false
 			}
 		}
 		if r >= 0xd800 && r < 0xe000 {
-			return dst, 0, false // a surrogate: the parser pairs them
+			return 0, 0, false // a surrogate: the parser pairs them
 		}
-		return utf8.AppendRune(dst, r), 6, true
-	default:
-		return dst, 0, false
+		return r, 6, true
 	}
-	return append(dst, c), 2, true
+	return 0, 0, false
 }
 
 // shortStr is how far str looks with a plain loop before it searches.
@@ -293,7 +305,7 @@ func (s *scanner) text(t tok) ([]byte, bool) {
 	if !t.esc {
 		return raw, true
 	}
-	// Unescaping never lengthens a string (a \\u escape of 6 bytes is at
+	// Unescaping never lengthens a string (a \u escape of 6 bytes is at
 	// most 3 of UTF-8, surrogates aside), so the bytes are written straight
 	// into room made for all of raw. Runs between escapes are short in JSON
 	// bodies: a byte loop beats a copy call per run.
@@ -311,47 +323,17 @@ func (s *scanner) text(t tok) ([]byte, bool) {
 		if i+1 >= len(raw) {
 			return nil, false
 		}
-		i++
-		switch c = raw[i]; c {
-		case '"', '\\', '/':
-		case 'b':
-			c = '\b'
-		case 'f':
-			c = '\f'
-		case 'n':
-			c = '\n'
-		case 'r':
-			c = '\r'
-		case 't':
-			c = '\t'
-		case 'u':
-			if len(raw)-i-1 < 4 {
-				return nil, false
-			}
-			var r rune
-			for _, h := range raw[i+1 : i+5] {
-				switch {
-				case h >= '0' && h <= '9':
-					r = r<<4 | rune(h-'0')
-				case h >= 'a' && h <= 'f':
-					r = r<<4 | rune(h-'a'+10)
-				case h >= 'A' && h <= 'F':
-					r = r<<4 | rune(h-'A'+10)
-				default:
-					return nil, false
-				}
-			}
-			if r >= 0xd800 && r < 0xe000 {
-				return nil, false // a surrogate: the parser pairs them
-			}
-			w += utf8.EncodeRune(out[w:], r)
-			i += 4
-			continue
-		default:
+		r, n, ok := decodeEscape(raw[i:])
+		if !ok {
 			return nil, false
 		}
-		out[w] = c
-		w++
+		if r < utf8.RuneSelf {
+			out[w] = byte(r)
+			w++
+		} else {
+			w += utf8.EncodeRune(out[w:], r)
+		}
+		i += n - 1
 	}
 	s.esc = s.esc[:start+w]
 	return out[:w:w], true
