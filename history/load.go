@@ -140,7 +140,8 @@ type LoadOptions struct {
 	KeepHeaders []string
 	// KeepHeader, when set, also keeps every response header it accepts
 	// (it is given the name as recorded). A contract that compares every
-	// header a first response carried keeps all but an ignore list.
+	// header a first response carried keeps all but an ignore list. Its
+	// answer must depend on the name alone: it is asked once per name.
 	KeepHeader func(name string) bool
 }
 

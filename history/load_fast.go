@@ -20,6 +20,7 @@ type loader struct {
 	keepB     [][]byte
 	keepNames []string // keep, interned
 	keepFn    func(name string) bool
+	keepSeen  map[string]bool // keepFn's answer per name
 	canon     canonicalizer
 	in        interner
 	mem       arena
@@ -530,7 +531,7 @@ func (l *loader) header(k []byte, at int) (int, bool) {
 		if bytes.IndexByte(k, '\\') >= 0 {
 			return 0, false // an escaped name: the reference path decodes it
 		}
-		if !l.keepFn(string(k)) {
+		if !l.keepName(k) {
 			return end, true
 		}
 		b, ok := l.sc.text(v)
@@ -540,6 +541,22 @@ func (l *loader) header(k []byte, at int) (int, bool) {
 		l.hdrs = append(l.hdrs, Header{Name: l.intern(k), Value: l.intern(b)})
 	}
 	return end, true
+}
+
+// keepName asks keepFn about a header name, once per name: a history
+// repeats a few names on every response.
+func (l *loader) keepName(k []byte) bool {
+	if keep, ok := l.keepSeen[string(k)]; ok {
+		return keep
+	}
+	keep := l.keepFn(string(k))
+	if len(l.keepSeen) < 1024 {
+		if l.keepSeen == nil {
+			l.keepSeen = make(map[string]bool)
+		}
+		l.keepSeen[string(k)] = keep
+	}
+	return keep
 }
 
 // content returns the body of a request or response, decoding body_b64 into
