@@ -111,13 +111,22 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	}
 	// Effects that name a known intent go to it; the map of (tenant, key)
 	// is built only when some effect names none.
+	// Effects are mostly read back in the order the intents ran: the
+	// intent after the last one matched is tried before the map (intent
+	// ids are unique among states, so a match is the map's answer).
 	effectOf := make([]int32, len(effects))
 	named := true
+	next := int32(0)
 	for i := range effects {
 		effectOf[i] = -1
 		if e := &effects[i]; e.Intent != "" {
+			if int(next) < len(states) && states[next].id == e.Intent {
+				effectOf[i] = next
+				next++
+				continue
+			}
 			if s, ok := byID[e.Intent]; ok {
-				effectOf[i] = s
+				effectOf[i], next = s, s+1
 				continue
 			}
 		}
