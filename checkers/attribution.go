@@ -63,15 +63,16 @@ type tenantKey struct{ tenant, key string }
 // without a key is built only when some effect names no known intent.
 func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	h, effects := ix.h, ix.effects
-	byID := make(map[string]int32, len(h.Attempts))
+	byID := newStrTable(len(h.Attempts))
 	states := make([]intentState, 0, len(h.Attempts))
+	var id string
+	isID := func(s int32) bool { return states[s].id == id }
 	attemptOf := make([]int32, len(h.Attempts))
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
-		s, ok := byID[a.Intent]
+		id = a.Intent
+		s, ok := byID.lookup(id, int32(len(states)), isID)
 		if !ok {
-			s = int32(len(states))
-			byID[a.Intent] = s
 			states = append(states, intentState{id: a.Intent, acked: -1})
 		}
 		attemptOf[i] = s
@@ -111,13 +112,23 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	}
 	// Effects that name a known intent go to it; the map of (tenant, key)
 	// is built only when some effect names none.
+	// Effects are mostly read back in the order the intents ran: the
+	// intent after the last one matched is tried before the map (intent
+	// ids are unique among states, so a match is the map's answer).
 	effectOf := make([]int32, len(effects))
 	named := true
+	next := int32(0)
 	for i := range effects {
 		effectOf[i] = -1
 		if e := &effects[i]; e.Intent != "" {
-			if s, ok := byID[e.Intent]; ok {
-				effectOf[i] = s
+			if int(next) < len(states) && states[next].id == e.Intent {
+				effectOf[i] = next
+				next++
+				continue
+			}
+			id = e.Intent
+			if s, ok := byID.get(id, isID); ok {
+				effectOf[i], next = s, s+1
 				continue
 			}
 		}

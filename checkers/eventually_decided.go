@@ -252,7 +252,13 @@ func (c eventuallyDecided) cached5xx(h *history.History, s scope, idx []int32, e
 
 // successTimes returns when every success of the history arrived, sorted.
 func successTimes(h *history.History, p Profile) []int64 {
-	out := []int64{}
+	n := 0
+	for i := range h.Attempts {
+		if classify(&h.Attempts[i], p) == succeeded {
+			n++
+		}
+	}
+	out := make([]int64, 0, n)
 	for i := range h.Attempts {
 		if a := &h.Attempts[i]; classify(a, p) == succeeded {
 			out = append(out, a.Complete)

@@ -112,8 +112,58 @@ type answer struct {
 type open struct {
 	all       int
 	succ, def int // succeeded; succeeded or rejected (a definite answer)
-	succBy    map[answer]int
-	defBy     map[answer]int
+	succBy    answerCounts
+	defBy     answerCounts
+}
+
+// answerCounts counts open attempts by answer. A key's attempts get few
+// distinct answers: a short list serves them without a map per key, and a
+// map takes over past a handful (a hot key answered with many bodies).
+type answerCounts struct {
+	few  []answerCount
+	many map[answer]int
+}
+
+type answerCount struct {
+	k answer
+	n int
+}
+
+const maxFewAnswers = 8
+
+func (c *answerCounts) get(k answer) int {
+	if c.many != nil {
+		return c.many[k]
+	}
+	for _, e := range c.few {
+		if e.k == k {
+			return e.n
+		}
+	}
+	return 0
+}
+
+func (c *answerCounts) add(k answer, d int) {
+	if c.many != nil {
+		c.many[k] += d
+		return
+	}
+	for i := range c.few {
+		if c.few[i].k == k {
+			c.few[i].n += d
+			return
+		}
+	}
+	if len(c.few) < maxFewAnswers {
+		c.few = append(c.few, answerCount{k, d})
+		return
+	}
+	c.many = make(map[answer]int, 2*maxFewAnswers)
+	for _, e := range c.few {
+		c.many[e.k] = e.n
+	}
+	c.many[k] += d
+	c.few = nil
 }
 
 // run returns the violating pair (a, b) as attempt indices, or a < 0; and
@@ -157,9 +207,9 @@ func (sw *sweep) suspect(o *open, b *history.Attempt, p Profile) bool {
 	cb := classify(b, p)
 	ab := answerOf(b)
 	switch {
-	case cb == succeeded && (sw.dup || o.succ-o.succBy[ab] > 0):
+	case cb == succeeded && (sw.dup || o.succ-o.succBy.get(ab) > 0):
 		return true
-	case cb == rejected && b.Outcome == history.OK && o.def-o.defBy[ab] > 0:
+	case cb == rejected && b.Outcome == history.OK && o.def-o.defBy.get(ab) > 0:
 		return true
 	case b.Outcome == history.OK && b.Status == 500 && o.def > 0:
 		return sw.unfaulted(b)
@@ -198,16 +248,10 @@ func (o *open) step(a *history.Attempt, p Profile, d int) {
 	}
 	k := answerOf(a)
 	o.def += d
-	if o.defBy == nil {
-		o.defBy = make(map[answer]int, 2)
-	}
-	o.defBy[k] += d
+	o.defBy.add(k, d)
 	if cl == succeeded {
 		o.succ += d
-		if o.succBy == nil {
-			o.succBy = make(map[answer]int, 2)
-		}
-		o.succBy[k] += d
+		o.succBy.add(k, d)
 	}
 }
 
@@ -352,7 +396,13 @@ func canFail(kind string) bool {
 // multiKeys returns the (tenant, key) of every scope with two or more
 // attempts: the only keys judge asks duplicatedKeys about.
 func multiKeys(order []scope, groups [][]int32) map[tenantKey]bool {
-	m := make(map[tenantKey]bool)
+	n := 0
+	for g := range order {
+		if len(groups[g]) >= 2 {
+			n++
+		}
+	}
+	m := make(map[tenantKey]bool, n)
 	for g, s := range order {
 		if len(groups[g]) >= 2 {
 			m[tenantKey{s.tenant, s.key}] = true

@@ -57,8 +57,10 @@ func (ix *index) byScope() ([]scope, [][]int32) {
 	// scopes that share a key across tenants or endpoints are chained
 	// through next.
 	scopes := make([]scope, 0, len(h.Attempts))
-	var next, count []int32
-	byKey := make(map[string]int32, len(h.Attempts))
+	next, count := make([]int32, 0, len(h.Attempts)), make([]int32, 0, len(h.Attempts))
+	byKey := newStrTable(len(h.Attempts))
+	var key string
+	isKey := func(g int32) bool { return scopes[g].key == key }
 	of := make([]int32, len(h.Attempts)) // scope of each attempt, -1 for none
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
@@ -66,10 +68,9 @@ func (ix *index) byScope() ([]scope, [][]int32) {
 			of[i] = -1
 			continue
 		}
-		g, ok := byKey[a.Key]
+		key = a.Key
+		g, ok := byKey.lookup(key, int32(len(scopes)), isKey)
 		if !ok {
-			g = int32(len(scopes))
-			byKey[a.Key] = g
 			scopes, next, count = append(scopes, scopeOf(a)), append(next, -1), append(count, 0)
 		} else {
 			for {

@@ -121,6 +121,9 @@ func (c replayIdentical) check(ix *index) Result {
 func (c replayIdentical) strippedReplays(r *Result, h *history.History, order []scope, groups [][]int32, found []Violation) []Violation {
 	p := c.cfg.profile()
 	tallies := r.t.endpoints
+	// Successive attempts nearly always hit the endpoint of the one before.
+	var last endpoint
+	var t *endpointTally
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
 		if classify(a, p) != succeeded || markedReplay(a) {
@@ -129,16 +132,19 @@ func (c replayIdentical) strippedReplays(r *Result, h *history.History, order []
 		if tallies == nil {
 			tallies = make(map[endpoint]*endpointTally)
 		}
-		e := endpoint{a.Method, a.Path, a.Status}
-		t := tallies[e]
-		if t == nil {
-			t = &endpointTally{headers: map[string]int{}}
-			tallies[e] = t
+		if e := (endpoint{a.Method, a.Path, a.Status}); t == nil || e != last {
+			t = tallies[e]
+			if t == nil {
+				t = &endpointTally{headers: map[string]int{}}
+				tallies[e] = t
+			}
+			last = e
 		}
 		t.n++
-		for _, name := range c.cfg.contract.compared(a.RespHeaders) {
-			t.headers[strings.ToLower(name)]++
-		}
+		t.count(a.RespHeaders, &c.cfg.contract)
+	}
+	for _, t := range tallies {
+		t.fold()
 	}
 	partial := c.cfg.globals != nil
 	if partial {
@@ -186,6 +192,69 @@ type endpoint struct {
 type endpointTally struct {
 	n       int
 	headers map[string]int
+	// sets counts the header-name lists seen, until fold adds them to
+	// headers: responses of one endpoint carry the same few lists, so the
+	// headers a replay must repeat are worked out once per list.
+	sets []nameSet
+}
+
+// nameSet is one list of header names and how many responses carried it.
+type nameSet struct {
+	names    []string // as recorded
+	compared []string // the ones a replay must repeat, lower case
+	n        int
+}
+
+// maxNameSets bounds the lists an endpoint tally keeps apart; past it,
+// responses are counted into headers one by one.
+const maxNameSets = 16
+
+// count tallies the headers of one first-hand success that a replay must
+// repeat.
+func (t *endpointTally) count(hs history.Headers, ct *Contract) {
+	for k := range t.sets {
+		if s := &t.sets[k]; sameNames(s.names, hs) {
+			s.n++
+			return
+		}
+	}
+	var compared []string
+	for _, name := range ct.compared(hs) {
+		compared = append(compared, strings.ToLower(name))
+	}
+	if len(t.sets) == maxNameSets {
+		for _, name := range compared {
+			t.headers[name]++
+		}
+		return
+	}
+	names := make([]string, len(hs))
+	for i, f := range hs {
+		names[i] = f.Name
+	}
+	t.sets = append(t.sets, nameSet{names: names, compared: compared, n: 1})
+}
+
+// fold adds the counted lists to headers.
+func (t *endpointTally) fold() {
+	for _, s := range t.sets {
+		for _, name := range s.compared {
+			t.headers[name] += s.n
+		}
+	}
+	t.sets = nil
+}
+
+func sameNames(names []string, hs history.Headers) bool {
+	if len(names) != len(hs) {
+		return false
+	}
+	for i, f := range hs {
+		if f.Name != names[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // strippedCandidates are the marked replays of one key not yet reported.
@@ -257,7 +326,9 @@ func mergeStripped(name string, parts []Result) []Violation {
 // markedReplay reports a response the service marked as a replay.
 func markedReplay(a *history.Attempt) bool {
 	for _, f := range a.RespHeaders {
-		if strings.HasSuffix(strings.ToLower(f.Name), "replayed") && strings.EqualFold(f.Value, "true") {
+		// No letter of "replayed" has a non-ASCII case form, so folding
+		// the last bytes is what lower-casing the whole name would say.
+		if n := len(f.Name); n >= len("replayed") && strings.EqualFold(f.Name[n-len("replayed"):], "replayed") && strings.EqualFold(f.Value, "true") {
 			return true
 		}
 	}

@@ -24,9 +24,6 @@ func (tenantIsolation) Name() string { return "tenant-isolation" }
 type bodyOwner struct {
 	first   int32 // first attempt that received the body
 	generic bool  // some tenant received it under more than one key
-	// keys maps each other tenant that received the body to the first key it
-	// came under; nil until a second tenant receives it (rare).
-	keys map[string]string
 }
 
 func (c tenantIsolation) Check(h *history.History, effects []history.Effect) Result {
@@ -38,7 +35,15 @@ func (c tenantIsolation) check(ix *index) Result {
 	r := Result{Name: c.Name()}
 	// owners maps a body hash to its entry in bodies, one slice for all.
 	owners := make(map[uint64]int32, len(h.Attempts))
-	var bodies []bodyOwner
+	bodies := make([]bodyOwner, 0, len(h.Attempts))
+	// others maps a body that other tenants received too to each such
+	// tenant's first key for it (rare: kept apart from bodies).
+	var others map[int32]map[string]string
+	// cands are the attempts that received a body first received by
+	// another tenant, in history order: only they can be leaks. Which
+	// tenant first received a body never changes, so the first pass finds
+	// them all; whether the body turned out generic is known after it.
+	var cands []int32
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
 		if classify(a, c.cfg.profile()) != succeeded || a.RespLen == 0 {
@@ -53,15 +58,21 @@ func (c tenantIsolation) check(ix *index) Result {
 		}
 		o := &bodies[b]
 		f := &h.Attempts[o.first]
+		if f.Tenant != a.Tenant {
+			cands = append(cands, int32(i))
+		}
 		switch {
 		case o.generic:
 		case f.Tenant == a.Tenant:
 			o.generic = f.Key != a.Key
-		case o.keys == nil:
-			o.keys = map[string]string{a.Tenant: a.Key}
+		case others[b] == nil:
+			if others == nil {
+				others = make(map[int32]map[string]string)
+			}
+			others[b] = map[string]string{a.Tenant: a.Key}
 		default:
-			if k, ok := o.keys[a.Tenant]; !ok {
-				o.keys[a.Tenant] = a.Key
+			if k, ok := others[b][a.Tenant]; !ok {
+				others[b][a.Tenant] = a.Key
 			} else if k != a.Key {
 				o.generic = true
 			}
@@ -70,29 +81,32 @@ func (c tenantIsolation) check(ix *index) Result {
 	// A tenant whose key has an effect of its own was served by an
 	// execution made for it: a body equal to another tenant's is then a
 	// coincidence (services number orders per tenant: both get
-	// {"order_id":2}), not a leak.
+	// {"order_id":2}), not a leak. The map of executed keys is built on
+	// the first candidate that needs it: a clean history has none.
 	var did func(tenantKey) bool
 	if g := c.cfg.globals; g != nil && g.Executed != nil {
 		// A part of a history cut by response body holds no effects.
 		did = func(tk tenantKey) bool { return h.EffectsKnown && g.Executed(tk.tenant, tk.key) }
 	} else {
-		executed := make(map[tenantKey]bool)
-		if h.EffectsKnown {
-			for _, e := range ix.effects {
-				executed[tenantKey{e.Tenant, e.Key}] = true
+		var executed map[tenantKey]bool
+		did = func(tk tenantKey) bool {
+			if executed == nil {
+				executed = make(map[tenantKey]bool)
+				if h.EffectsKnown {
+					for _, e := range ix.effects {
+						executed[tenantKey{e.Tenant, e.Key}] = true
+					}
+				}
 			}
+			return executed[tk]
 		}
-		did = func(tk tenantKey) bool { return executed[tk] }
 	}
 	seen := make(map[tenantKey]bool)
-	for i := range h.Attempts {
+	for _, i := range cands {
 		a := &h.Attempts[i]
-		if classify(a, c.cfg.profile()) != succeeded || a.RespLen == 0 {
-			continue
-		}
 		o := &bodies[owners[a.RespHash]]
 		f := &h.Attempts[o.first]
-		if o.generic || f.Tenant == a.Tenant || seen[tenantKey{a.Tenant, a.Key}] {
+		if o.generic || seen[tenantKey{a.Tenant, a.Key}] {
 			continue
 		}
 		switch fx, ax := did(tenantKey{f.Tenant, f.Key}), did(tenantKey{a.Tenant, a.Key}); {

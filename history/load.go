@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -41,19 +42,27 @@ const PreviewBytes = 96
 // Attempt is one request as the checkers see it: its invoke event joined with
 // its completion, with bodies reduced to hashes.
 type Attempt struct {
-	Op     int64
+	// The fields that hold pointers come first: the collector scans an
+	// attempt only up to its last pointer, and a loaded history holds
+	// hundreds of thousands of them.
+
 	Intent string // ground truth, or "key:<tenant>/<key>" when the history has none
 	Tenant string
 	Key    string
 	Method string
 	Path   string
+	Error  string
+	// RespPreview is the start of the response body, for explanations.
+	RespPreview string
+	// RespHeaders keeps only the headers named in [LoadOptions.KeepHeaders].
+	RespHeaders Headers
+
+	Op     int64
 	Number int // attempt number within the intent
 	Client int
 
 	Invoke   int64 // ns of the invoke event
 	Complete int64 // ns of the completion event; -1 when none arrived
-	Outcome  Outcome
-	Error    string
 
 	ReqHash uint64 // hash of the request body: the payload fingerprint
 	// ReqCanon is a hash of the request body as canonical JSON (object keys
@@ -61,15 +70,12 @@ type Attempt struct {
 	// string, boolean and null stay distinct), or ReqHash when the body is
 	// not JSON: the fingerprint of a contract that says "canonical".
 	ReqCanon uint64
-	HasResp  bool
 	Status   int
 	// RespHash is a hash of the raw response body; RespLen its length.
 	RespHash uint64
 	RespLen  int
-	// RespPreview is the start of the response body, for explanations.
-	RespPreview string
-	// RespHeaders keeps only the headers named in [LoadOptions.KeepHeaders].
-	RespHeaders Headers
+	Outcome  Outcome
+	HasResp  bool
 }
 
 // Done reports whether the attempt's completion was recorded.
@@ -134,7 +140,8 @@ type LoadOptions struct {
 	KeepHeaders []string
 	// KeepHeader, when set, also keeps every response header it accepts
 	// (it is given the name as recorded). A contract that compares every
-	// header a first response carried keeps all but an ignore list.
+	// header a first response carried keeps all but an ignore list. Its
+	// answer must depend on the name alone: it is asked once per name.
 	KeepHeader func(name string) bool
 }
 
@@ -159,6 +166,7 @@ func Load(r io.Reader, opts LoadOptions) (*History, error) {
 	rd := NewReader(r)
 	l := newLoader(h, keep)
 	l.keepFn = opts.KeepHeader
+	z := sizer{left: inputSize(r)}
 	var e Event
 	for {
 		raw, complete, err := rd.nextLine()
@@ -168,6 +176,7 @@ func Load(r io.Reader, opts LoadOptions) (*History, error) {
 		if err != nil {
 			return nil, err
 		}
+		z.line(len(raw)+1, l)
 		if rd.sawMeta {
 			handled, err := l.fast(raw)
 			if err != nil {
@@ -198,6 +207,26 @@ func Load(r io.Reader, opts LoadOptions) (*History, error) {
 		}
 	}
 	return h.done(l, rd)
+}
+
+// inputSize returns how many bytes r has left to give when it can tell
+// (a regular file, a bytes.Reader), else 0.
+func inputSize(r io.Reader) int64 {
+	switch r := r.(type) {
+	case *os.File:
+		fi, err := r.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			return 0
+		}
+		at, err := r.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return 0
+		}
+		return max(fi.Size()-at, 0)
+	case interface{ Len() int }:
+		return int64(r.Len())
+	}
+	return 0
 }
 
 // done ends a load: both load paths finish the same way.

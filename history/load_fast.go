@@ -20,6 +20,7 @@ type loader struct {
 	keepB     [][]byte
 	keepNames []string // keep, interned
 	keepFn    func(name string) bool
+	keepSeen  map[string]bool // keepFn's answer per name
 	canon     canonicalizer
 	in        interner
 	mem       arena
@@ -82,7 +83,13 @@ func (l *loader) finish() {
 // slice of the exact length at the end. Appending to one slice would copy
 // and discard every element several times as it grows (a few hundred MB of
 // garbage for a million-event history).
+//
+// When the size of the input is known, [chunks.reserve] lays the values
+// out in one slice of the expected length instead, so that a good guess
+// saves the copy (and its garbage) at the end; values past the guess go to
+// blocks as before.
 type chunks[T any] struct {
+	flat []T // reserved: values 0 to cap(flat)-1
 	full [][]T
 	cur  []T
 	n    int
@@ -91,6 +98,11 @@ type chunks[T any] struct {
 const chunkLen = 4096
 
 func (c *chunks[T]) add(v T) {
+	if len(c.flat) < cap(c.flat) {
+		c.flat = append(c.flat, v)
+		c.n++
+		return
+	}
 	if len(c.cur) == cap(c.cur) {
 		if c.cur != nil {
 			c.full = append(c.full, c.cur)
@@ -102,18 +114,46 @@ func (c *chunks[T]) add(v T) {
 }
 
 func (c *chunks[T]) at(i int32) *T {
-	if f := int(i) / chunkLen; f < len(c.full) {
-		return &c.full[f][int(i)%chunkLen]
+	if int(i) < len(c.flat) {
+		return &c.flat[i]
 	}
-	return &c.cur[int(i)%chunkLen]
+	j := int(i) - len(c.flat)
+	if f := j / chunkLen; f < len(c.full) {
+		return &c.full[f][j%chunkLen]
+	}
+	return &c.cur[j%chunkLen]
 }
 
-// slice returns all values in one slice (nil for none) and empties c.
+// reserve moves the values into one slice with room for n in all.
+func (c *chunks[T]) reserve(n int) {
+	if c.flat != nil || n <= c.n {
+		return
+	}
+	flat := make([]T, 0, n)
+	for _, f := range c.full {
+		flat = append(flat, f...)
+	}
+	c.flat, c.full, c.cur = append(flat, c.cur...), nil, nil
+}
+
+// slice returns all values in one slice (nil for none) and empties c. A
+// reserved slice that held them all is returned as it is, unless the guess
+// was far too large. A guess made from the start of a run is somewhat too
+// large when effects are recorded at its end (about 14% for attempts in a
+// generated history): keeping that room costs less than the copy, which
+// would double the attempts' memory at the end of the load.
 func (c *chunks[T]) slice() []T {
 	if c.n == 0 {
 		return nil
 	}
+	if c.n == len(c.flat) && cap(c.flat)-c.n <= c.n/4 {
+		out := c.flat[:c.n:c.n]
+		*c = chunks[T]{}
+		return out
+	}
 	out := make([]T, 0, c.n)
+	out = append(out, c.flat...)
+	c.flat = nil
 	for i, f := range c.full {
 		out = append(out, f...)
 		c.full[i] = nil // let the collector have it
@@ -121,6 +161,47 @@ func (c *chunks[T]) slice() []T {
 	out = append(out, c.cur...)
 	*c = chunks[T]{}
 	return out
+}
+
+// sizer guesses how many attempts and effects an input of known size
+// holds, from the lines read so far, so that [chunks.reserve] can lay them
+// out at once. Each kind is measured from its first line: effects are
+// often all recorded at the end of a run.
+type sizer struct {
+	left int64 // bytes of input not yet read; 0 when unknown
+	read int64
+	// from is how much had been read when the first of a kind came;
+	// done, whether its guess was made.
+	attemptsFrom, effectsFrom int64
+	attemptsDone, effectsDone bool
+}
+
+// sizerMin is how many values a guess is made from.
+const sizerMin = 2048
+
+// line notes one more line of n bytes and reserves room when a kind has
+// been seen enough to guess its total.
+func (z *sizer) line(n int, l *loader) {
+	if z.left <= 0 {
+		return
+	}
+	z.read += int64(n)
+	z.left -= int64(n)
+	z.guess(l.attempts.n, &z.attemptsFrom, &z.attemptsDone, l.attempts.reserve)
+	z.guess(l.effects.n, &z.effectsFrom, &z.effectsDone, l.effects.reserve)
+}
+
+func (z *sizer) guess(n int, from *int64, done *bool, reserve func(int)) {
+	switch {
+	case *done:
+	case n == 0:
+		*from = z.read
+	case n >= sizerMin:
+		*done = true
+		if span := z.read - *from; span > 0 && z.left > 0 {
+			reserve(n + int(float64(n)*float64(z.left)/float64(span)))
+		}
+	}
 }
 
 // count records that one more event was read.
@@ -163,6 +244,10 @@ type lineFields struct {
 
 type bodyFields struct {
 	method, path, headers, body, bodyB64, status tok
+	// text is the body unescaped as it was scanned (when textRead), or
+	// textBad when it has an escape the scanner leaves to the parser.
+	text              []byte
+	textRead, textBad bool
 }
 
 // fast applies a line when it is a well-formed invoke, completion or effect
@@ -177,6 +262,7 @@ func (l *loader) fast(line []byte) (handled bool, err error) {
 	}
 	f := &l.fields
 	*f = lineFields{}
+	l.hdrs = l.hdrs[:0]
 	end, ok := s.members(i, 1, l.onField)
 	if !ok || s.ws(end) != len(line) || f.typ.kind != '"' {
 		return false, nil
@@ -257,6 +343,23 @@ func (l *loader) bodyField(k []byte, at int) (int, bool) {
 	case "status":
 		dst = &b.status
 	}
+	if dst == &b.body && dst.kind == 0 && at < len(l.sc.line) && l.sc.line[at] == '"' {
+		// A body is nearly always kept (hashed): read and unescaped in
+		// one pass.
+		t, text, textOK, end, ok := l.sc.strText(at)
+		*dst, b.text, b.textRead, b.textBad = t, text, true, !textOK
+		return end, ok
+	}
+	if dst == &b.headers && dst.kind == 0 && at < len(l.sc.line) && l.sc.line[at] == '{' {
+		// The headers are checked (an object of strings) and the kept ones
+		// collected as they are read: one pass, not a scan then a read.
+		if l.keepHdrs = b == &l.fields.respB; l.keepHdrs {
+			l.hdrs = l.hdrs[:0]
+		}
+		end, ok := l.sc.members(at, 3, l.onHeader)
+		*dst = tok{kind: '{', start: at, end: end}
+		return end, ok
+	}
 	t, end, ok := l.sc.value(at, 2)
 	if ok && dst != nil && dst.kind == 0 {
 		*dst = t
@@ -287,7 +390,7 @@ func (l *loader) invoke(f *lineFields) (bool, error) {
 		var ok1, ok2, ok3 bool
 		method, ok1 = s.optStr(b.method)
 		path, ok2 = s.optStr(b.path)
-		if !ok1 || !ok2 || !l.headers(b.headers, false) {
+		if !ok1 || !ok2 || !headersOK(b.headers) {
 			return false, nil
 		}
 		body, ok3 := l.content(b)
@@ -335,7 +438,7 @@ func (l *loader) complete(f *lineFields, t []byte) (bool, error) {
 		if status, ok = s.reqInt(b.status); !ok || status < 100 || status > 999 {
 			return false, nil
 		}
-		if !l.headers(b.headers, true) {
+		if !headersOK(b.headers) {
 			return false, nil
 		}
 		if body, ok = l.content(b); !ok {
@@ -397,20 +500,11 @@ func (l *loader) effect(f *lineFields) (bool, error) {
 	return true, nil
 }
 
-// headers checks a "headers" value the way [Reader] does (absent, null, or
-// an object of strings), and with keep collects the headers a History keeps
-// into l.hdrs.
-func (l *loader) headers(t tok, keep bool) bool {
-	l.hdrs = l.hdrs[:0]
-	if t.kind == 0 || t.null {
-		return true
-	}
-	if t.kind != '{' {
-		return false
-	}
-	l.keepHdrs = keep
-	_, ok := l.sc.members(t.start, 3, l.onHeader)
-	return ok
+// headersOK checks a "headers" value the way [Reader] does: absent, null,
+// or an object of strings, which [loader.bodyField] checked as it read it
+// (collecting the kept response headers into l.hdrs).
+func headersOK(t tok) bool {
+	return t.kind == 0 || t.null || t.kind == '{'
 }
 
 // header checks that a header value is a string and collects it if kept.
@@ -437,7 +531,7 @@ func (l *loader) header(k []byte, at int) (int, bool) {
 		if bytes.IndexByte(k, '\\') >= 0 {
 			return 0, false // an escaped name: the reference path decodes it
 		}
-		if !l.keepFn(string(k)) {
+		if !l.keepName(k) {
 			return end, true
 		}
 		b, ok := l.sc.text(v)
@@ -449,12 +543,31 @@ func (l *loader) header(k []byte, at int) (int, bool) {
 	return end, true
 }
 
+// keepName asks keepFn about a header name, once per name: a history
+// repeats a few names on every response.
+func (l *loader) keepName(k []byte) bool {
+	if keep, ok := l.keepSeen[string(k)]; ok {
+		return keep
+	}
+	keep := l.keepFn(string(k))
+	if len(l.keepSeen) < 1024 {
+		if l.keepSeen == nil {
+			l.keepSeen = make(map[string]bool)
+		}
+		l.keepSeen[string(k)] = keep
+	}
+	return keep
+}
+
 // content returns the body of a request or response, decoding body_b64 into
 // a scratch buffer: the result is valid until the next call.
 func (l *loader) content(b *bodyFields) ([]byte, bool) {
 	if b.body.kind != 0 && !b.body.null {
 		if b.body.kind != '"' {
 			return nil, false
+		}
+		if b.textRead {
+			return b.text, !b.textBad
 		}
 		return l.sc.text(b.body)
 	}

@@ -28,8 +28,17 @@ func TestLoad_DirectPathMatchesEvents(t *testing.T) {
 	files, _ := filepath.Glob("../testdata/histories/*/*.jsonl")
 	cases := map[string][]byte{
 		"generated": histgen.Generate(histgen.Default(5000)),
-		"odd ops":   []byte(meta + `{"type":"invoke","op":-3,"ns":1}` + "\n" + `{"type":"invoke","op":9000000000,"ns":2,"req":{}}` + "\n" + `{"type":"ok","op":-3,"ns":3,"resp":{"status":204}}` + "\n" + `{"type":"info","op":9000000000,"ns":4}` + "\n"),
-		"escapes":   []byte(meta + `{"type":"invoke","\u006fp":1,"ns":1,"req":{"method":"P\u004fST","headers":{"A":"\u00e9"},"body":"\u0000\n"}}` + "\n" + `{"type":"ok","op":1,"ns":2,"resp":{"status":200,"headers":{"content-TYPE":"x","Location":"\u002f"},"body_b64":"/w=="}}` + "\n"),
+		// Large enough for Load to guess its attempts and effects from a
+		// bytes.Reader's length and lay them out at once.
+		"generated 20k": histgen.Generate(histgen.Default(20000)),
+		"odd ops":       []byte(meta + `{"type":"invoke","op":-3,"ns":1}` + "\n" + `{"type":"invoke","op":9000000000,"ns":2,"req":{}}` + "\n" + `{"type":"ok","op":-3,"ns":3,"resp":{"status":204}}` + "\n" + `{"type":"info","op":9000000000,"ns":4}` + "\n"),
+		"escapes":       []byte(meta + `{"type":"invoke","\u006fp":1,"ns":1,"req":{"method":"P\u004fST","headers":{"A":"\u00e9"},"body":"\u0000\n"}}` + "\n" + `{"type":"ok","op":1,"ns":2,"resp":{"status":200,"headers":{"content-TYPE":"x","Location":"\u002f"},"body_b64":"/w=="}}` + "\n"),
+		// Strings past the scanner's plain loop: escapes before, at and
+		// after its end, an escaped backslash before a quote.
+		"long strings": []byte(meta + `{"type":"invoke","op":1,"ns":1,"key":"0123456789012345678901234567890123456789","req":{"path":"/0123456789012345678901234567890\"x","body":"{\"a\":\"0123456789012345678901234567890123456789\\\\\",\"b\":\"\u00e9\"}"}}` + "\n" + `{"type":"ok","op":1,"ns":2,"resp":{"status":200,"headers":{"Location":"/01234567890123456789012345678901234567\\\\"},"body":"0123456789012345678901234567890123456789\\n\""}}` + "\n"),
+		// A request object on a completion line, after the response: its
+		// headers are not the response's.
+		"req after resp": []byte(meta + `{"type":"invoke","op":1,"ns":1}` + "\n" + `{"type":"ok","op":1,"ns":2,"resp":{"status":200,"headers":{"Content-Type":"a"}},"req":{"headers":{"Content-Type":"b"}},"resp":{"headers":{"Content-Type":"c"}}}` + "\n"),
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)

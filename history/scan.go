@@ -19,10 +19,12 @@ type scanner struct {
 }
 
 // tok is one value of the line: its kind and where it lies. For a string,
-// start and end bound its content, without the quotes.
+// start and end bound its content, without the quotes, and esc says
+// whether the content has a backslash.
 type tok struct {
 	kind       byte // 0 absent, '"' string, 'n' number, '{' object, '[' array, 'l' true, false or null
 	null       bool
+	esc        bool
 	start, end int
 }
 
@@ -38,32 +40,156 @@ func (s *scanner) ws(i int) int {
 }
 
 // str scans the string that opens at i; it returns the index after it.
-// Whether the content has escapes is left to [scanner.text], which is only
-// asked for the strings a History keeps.
+// Unescaping is left to [scanner.text], which is only asked for the strings
+// a History keeps.
 func (s *scanner) str(i int) (tok, int, bool) {
 	t := tok{kind: '"', start: i + 1}
-	j := i + 1
-	for {
-		q := bytes.IndexByte(s.line[j:], '"')
+	line := s.line
+	// Keys and most values are short: a plain loop beats a search call.
+	// It steps over each escape, so a JSON body held as a string (an
+	// escape at every quote) is one pass too.
+	j := t.start
+	for n := min(len(line), j+shortStr); j < n; j++ {
+		switch line[j] {
+		case '\\':
+			t.esc = true
+			j++
+		case '"':
+			t.end = j
+			return t, j + 1, true
+		}
+	}
+	if !t.esc && j < len(line) {
+		q := bytes.IndexByte(line[j:], '"')
 		if q < 0 {
 			return t, 0, false
 		}
-		q += j
-		if q == t.start || s.line[q-1] != '\\' {
-			t.end = q
-			return t, q + 1, true
+		if j += q; line[j-1] != '\\' {
+			t.end = j
+			t.esc = bytes.IndexByte(line[t.start:j], '\\') >= 0
+			return t, j + 1, true
 		}
-		k := q - 1
-		for k > t.start && s.line[k-1] == '\\' {
-			k--
-		}
-		if (q-k)%2 == 0 {
-			t.end = q
-			return t, q + 1, true
-		}
-		j = q + 1
+		j = t.start // an escaped quote: the plain loop again
 	}
+	for ; j < len(line); j++ {
+		switch line[j] {
+		case '\\':
+			t.esc = true
+			j++
+		case '"':
+			t.end = j
+			return t, j + 1, true
+		}
+	}
+	return t, 0, false
 }
+
+// strText scans the string that opens at i as [scanner.str] does and
+// returns its content unescaped as [scanner.text] would, in one pass:
+// textOK is false for an escape text leaves to the parser.
+func (s *scanner) strText(i int) (t tok, text []byte, textOK bool, end int, ok bool) {
+	line := s.line
+	t = tok{kind: '"', start: i + 1}
+	j := t.start
+	for j < len(line) && line[j] != '"' && line[j] != '\\' {
+		j++
+	}
+	if j >= len(line) {
+		return t, nil, false, 0, false
+	}
+	if line[j] == '"' {
+		t.end = j
+		return t, line[t.start:j], true, j + 1, true
+	}
+	t.esc = true
+	// Unescaping never lengthens a string: the rest of the line is room
+	// enough, written by index (runs between escapes are short).
+	start := len(s.esc)
+	s.esc = slices.Grow(s.esc, len(line)-t.start)
+	out := s.esc[start : start+len(line)-t.start]
+	w := copy(out, line[t.start:j])
+	textOK = true
+	for j < len(line) {
+		c := line[j]
+		if c != '"' && c != '\\' {
+			out[w] = c
+			w++
+			j++
+			continue
+		}
+		if c == '"' {
+			t.end = j
+			if !textOK {
+				return t, nil, false, j + 1, true
+			}
+			s.esc = s.esc[:start+w]
+			return t, out[:w:w], true, j + 1, true
+		}
+		if j+1 >= len(line) {
+			return t, nil, false, 0, false
+		}
+		if textOK {
+			var r rune
+			var n int
+			if r, n, textOK = decodeEscape(line[j:]); textOK {
+				if r < utf8.RuneSelf {
+					out[w] = byte(r)
+					w++
+				} else {
+					w += utf8.EncodeRune(out[w:], r)
+				}
+				j += n
+				continue
+			}
+		}
+		j += 2 // the escaped byte cannot end the string
+	}
+	return t, nil, false, 0, false
+}
+
+// decodeEscape returns what the escape at the start of esc stands for and
+// how many bytes it took; ok is false for one [scanner.text] leaves to the
+// parser.
+func decodeEscape(esc []byte) (r rune, n int, ok bool) {
+	switch c := esc[1]; c {
+	case '"', '\\', '/':
+		return rune(c), 2, true
+	case 'b':
+		return '\b', 2, true
+	case 'f':
+		return '\f', 2, true
+	case 'n':
+		return '\n', 2, true
+	case 'r':
+		return '\r', 2, true
+	case 't':
+		return '\t', 2, true
+	case 'u':
+		if len(esc) < 6 {
+			return 0, 0, false
+		}
+		for _, h := range esc[2:6] {
+			switch {
+			case h >= '0' && h <= '9':
+				r = r<<4 | rune(h-'0')
+			case h >= 'a' && h <= 'f':
+				r = r<<4 | rune(h-'a'+10)
+			case h >= 'A' && h <= 'F':
+				r = r<<4 | rune(h-'A'+10)
+			default:
+				return 0, 0, false
+			}
+		}
+		if r >= 0xd800 && r < 0xe000 {
+			return 0, 0, false // a surrogate: the parser pairs them
+		}
+		return r, 6, true
+	}
+	return 0, 0, false
+}
+
+// shortStr is how far str looks with a plain loop before it searches.
+const shortStr = 32
 
 // value scans the value at i (after white space) and returns the index
 // after it.
@@ -134,19 +260,25 @@ func (s *scanner) members(i, depth int, f func(key []byte, at int) (int, bool)) 
 		if j >= len(s.line) || s.line[j] != '"' {
 			return 0, false
 		}
-		k, j2, ok := s.str(j)
-		if !ok || bytes.IndexByte(s.line[k.start:k.end], '\\') >= 0 {
+		// Keys are short and plain: read in place. A key with an escape
+		// is left to the parser.
+		k0, k1 := j+1, j+1
+		for k1 < len(s.line) && s.line[k1] != '"' && s.line[k1] != '\\' {
+			k1++
+		}
+		if k1 >= len(s.line) || s.line[k1] != '"' {
 			return 0, false
 		}
-		j = s.ws(j2)
+		j = s.ws(k1 + 1)
 		if j >= len(s.line) || s.line[j] != ':' {
 			return 0, false
 		}
 		var j3 int
+		var ok bool
 		if f == nil {
 			_, j3, ok = s.value(s.ws(j+1), depth)
 		} else {
-			j3, ok = f(s.line[k.start:k.end], s.ws(j+1))
+			j3, ok = f(s.line[k0:k1], s.ws(j+1))
 		}
 		if !ok {
 			return 0, false
@@ -170,67 +302,41 @@ func (s *scanner) members(i, depth int, f func(key []byte, at int) (int, bool)) 
 // malformed escape).
 func (s *scanner) text(t tok) ([]byte, bool) {
 	raw := s.line[t.start:t.end]
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if !t.esc {
 		return raw, true
 	}
+	// Unescaping never lengthens a string (a \u escape of 6 bytes is at
+	// most 3 of UTF-8, surrogates aside), so the bytes are written straight
+	// into room made for all of raw. Runs between escapes are short in JSON
+	// bodies: a byte loop beats a copy call per run.
 	start := len(s.esc)
 	s.esc = slices.Grow(s.esc, len(raw))
-	for len(raw) > 0 {
-		// Runs between escapes are short in JSON bodies: a plain loop beats
-		// a call per run.
-		n := 0
-		for n < len(raw) && raw[n] != '\\' {
-			n++
+	out := s.esc[start : start+len(raw)]
+	w := 0
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			out[w] = c
+			w++
+			continue
 		}
-		s.esc = append(s.esc, raw[:n]...)
-		if n == len(raw) {
-			break
-		}
-		if n+1 >= len(raw) {
+		if i+1 >= len(raw) {
 			return nil, false
 		}
-		c := raw[n+1]
-		raw = raw[n+2:]
-		switch c {
-		case '"', '\\', '/':
-			s.esc = append(s.esc, c)
-		case 'b':
-			s.esc = append(s.esc, '\b')
-		case 'f':
-			s.esc = append(s.esc, '\f')
-		case 'n':
-			s.esc = append(s.esc, '\n')
-		case 'r':
-			s.esc = append(s.esc, '\r')
-		case 't':
-			s.esc = append(s.esc, '\t')
-		case 'u':
-			if len(raw) < 4 {
-				return nil, false
-			}
-			var r rune
-			for _, h := range raw[:4] {
-				switch {
-				case h >= '0' && h <= '9':
-					r = r<<4 | rune(h-'0')
-				case h >= 'a' && h <= 'f':
-					r = r<<4 | rune(h-'a'+10)
-				case h >= 'A' && h <= 'F':
-					r = r<<4 | rune(h-'A'+10)
-				default:
-					return nil, false
-				}
-			}
-			if r >= 0xd800 && r < 0xe000 {
-				return nil, false // a surrogate: the parser pairs them
-			}
-			s.esc = utf8.AppendRune(s.esc, r)
-			raw = raw[4:]
-		default:
+		r, n, ok := decodeEscape(raw[i:])
+		if !ok {
 			return nil, false
 		}
+		if r < utf8.RuneSelf {
+			out[w] = byte(r)
+			w++
+		} else {
+			w += utf8.EncodeRune(out[w:], r)
+		}
+		i += n - 1
 	}
-	return s.esc[start:], true
+	s.esc = s.esc[:start+w]
+	return out[:w:w], true
 }
 
 // optStr reads an optional string field: absent or null is empty.
