@@ -7,10 +7,12 @@ import (
 )
 
 // intentState is what one intent did and produced.
+//
+// A history holds hundreds of thousands of intents, so the record is kept
+// small: its id is its first attempt's, and the effects attributed to it
+// are kept only on its unit ([unit.exact]).
 type intentState struct {
-	id       string
 	attempts []int32 // indices into h.Attempts, in history order
-	effects  []int32 // effects attributed to it exactly (by intent), in effect order
 	acked    int32   // first attempt with a 2xx, or -1
 	anyIndet bool    // some attempt may have executed unseen
 	unit     *unit
@@ -28,6 +30,9 @@ type unit struct {
 	exact   []int32 // effects attributed exactly to one of its intents
 	group   *group
 }
+
+// id returns the intent's id.
+func (st *intentState) id(h *history.History) string { return h.Attempts[st.attempts[0]].Intent }
 
 // executed reports whether the unit has an effect that is surely its own.
 func (u *unit) executed() bool {
@@ -66,14 +71,16 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	byID := newStrTable(len(h.Attempts))
 	states := make([]intentState, 0, len(h.Attempts))
 	var id string
-	isID := func(s int32) bool { return states[s].id == id }
+	firstOf := make([]int32, 0, len(h.Attempts)) // first attempt of each state
+	isID := func(s int32) bool { return h.Attempts[firstOf[s]].Intent == id }
 	attemptOf := make([]int32, len(h.Attempts))
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
 		id = a.Intent
 		s, ok := byID.lookup(id, int32(len(states)), isID)
 		if !ok {
-			states = append(states, intentState{id: a.Intent, acked: -1})
+			states = append(states, intentState{acked: -1})
+			firstOf = append(firstOf, int32(i))
 		}
 		attemptOf[i] = s
 		st := &states[s]
@@ -96,7 +103,7 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	// used by several intents joins anything.
 	unitOf, groupOf := newUnionFind(len(states)), newUnionFind(len(states))
 	order, scopeGroups := ix.byScope()
-	for g := range order {
+	for g := range order.len() {
 		idx := scopeGroups[g]
 		s0 := attemptOf[idx[0]]
 		multi := false
@@ -121,7 +128,7 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	for i := range effects {
 		effectOf[i] = -1
 		if e := &effects[i]; e.Intent != "" {
-			if int(next) < len(states) && states[next].id == e.Intent {
+			if int(next) < len(states) && h.Attempts[firstOf[next]].Intent == e.Intent {
 				effectOf[i] = next
 				next++
 				continue
@@ -229,18 +236,13 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 		g := states[s].unit.group
 		g.pool = append(g.pool, int32(i))
 	}
-	spread(effectOf, states, func(st *intentState) *[]int32 { return &st.effects })
-	for u := range units {
-		un := &units[u]
-		if len(un.intents) == 1 {
-			un.exact = un.intents[0].effects
-			continue
+	// The effects of a unit's intents, in effect order.
+	for i, s := range effectOf {
+		if s >= 0 {
+			effectOf[i] = unitNo[s]
 		}
-		for _, st := range un.intents {
-			un.exact = append(un.exact, st.effects...)
-		}
-		slices.Sort(un.exact)
 	}
+	spread(effectOf, units, func(u *unit) *[]int32 { return &u.exact })
 	return at
 }
 
@@ -327,7 +329,7 @@ func (u unionFind) join(a, b int32) {
 
 // spread gives every state the list of the items assigned to it (of[i] is
 // the state of item i, -1 for none), keeping the items' order.
-func spread(of []int32, states []intentState, list func(*intentState) *[]int32) {
+func spread[T any](of []int32, states []T, list func(*T) *[]int32) {
 	n := make([]int32, len(states)+1)
 	for _, s := range of {
 		if s >= 0 {

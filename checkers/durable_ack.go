@@ -115,7 +115,7 @@ func (c durableAck) lost(h *history.History, u *unit, crash int64) Violation {
 	st := u.acked
 	ack := &h.Attempts[st.acked]
 	return Violation{
-		Invariant: c.Name(), Tenant: ack.Tenant, Method: ack.Method, Path: ack.Path, Key: ack.Key, Intent: st.id,
+		Invariant: c.Name(), Tenant: ack.Tenant, Method: ack.Method, Path: ack.Path, Key: ack.Key, Intent: st.id(h),
 		Ops: []int64{ack.Op},
 		Explanation: fmt.Sprintf("%s was acknowledged with %d at %s (op %d) by the process that crashed at %s, and has no effect after the restart; an acknowledged write must survive a crash.",
 			describeIntent(h, st), ack.Status, at(ack.Complete), ack.Op, at(crash)),

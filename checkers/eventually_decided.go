@@ -51,7 +51,8 @@ func (c eventuallyDecided) check(ix *index) Result {
 	var successes []int64 // completion times of every success, sorted
 	var rate failureRate  // how often the service answers 5xx, built on demand
 	order, groups := ix.byScope()
-	for g, s := range order {
+	for g := range order.len() {
+		s := order.at(g)
 		idx := groups[g]
 		var last int64
 		for _, i := range idx {
@@ -93,7 +94,7 @@ func (c eventuallyDecided) check(ix *index) Result {
 				successes = successTimes(h, c.cfg.profile())
 			}
 			if rate.keys == 0 {
-				rate = failureRateOf(h, len(order))
+				rate = failureRateOf(h, order.len())
 			}
 			if v, bad := c.cached5xx(h, s, idx, evidence, successes, rate); bad {
 				r.Violations = append(r.Violations, v)

@@ -103,7 +103,7 @@ func (c exactlyOnce) judgeUnit(h *history.History, effects []history.Effect, u *
 		return c.lost(h, st, *bodies), true
 	case u.acked == nil && !u.indet && len(fx) > 0:
 		return Violation{
-			Invariant: c.Name(), Tenant: first.Tenant, Method: first.Method, Path: first.Path, Key: first.Key, Intent: st.id,
+			Invariant: c.Name(), Tenant: first.Tenant, Method: first.Method, Path: first.Path, Key: first.Key, Intent: st.id(h),
 			Ops: unitOps(h, u),
 			Explanation: fmt.Sprintf("%s was never acknowledged (answers: %s) yet produced %s; a request that was only ever rejected must have no effect.",
 				describeIntent(h, st), answers(h, unitAttempts(u)), effectList(effects, fx)),
@@ -211,7 +211,7 @@ func (c exactlyOnce) groupShortfall(h *history.History, g *group, need, found in
 	for _, u := range g.units {
 		if u.acked != nil && len(u.exact) == 0 {
 			a := &h.Attempts[u.acked.acked]
-			acked = append(acked, fmt.Sprintf("%s (%d, op %d)", u.acked.id, a.Status, a.Op))
+			acked = append(acked, fmt.Sprintf("%s (%d, op %d)", u.acked.id(h), a.Status, a.Op))
 		}
 	}
 	what := "no effect"
@@ -235,8 +235,8 @@ func describeGroup(h *history.History, g *group) string {
 	var ids []string
 	for _, u := range g.units {
 		for _, st := range u.intents {
-			if !strings.HasPrefix(st.id, "key:") {
-				ids = append(ids, st.id)
+			if !strings.HasPrefix(st.id(h), "key:") {
+				ids = append(ids, st.id(h))
 			}
 		}
 	}
@@ -311,12 +311,12 @@ func (c exactlyOnce) duplicate(h *history.History, effects []history.Effect, u *
 	if len(u.intents) > 1 {
 		var ids []string
 		for _, x := range u.intents {
-			ids = append(ids, x.id)
+			ids = append(ids, x.id(h))
 		}
 		who = fmt.Sprintf("%s, one request to the service (intents %s share its key and payload),", describeScope(scopeOf(first)), joinWords(ids))
 	}
 	v := Violation{
-		Invariant: c.Name(), Tenant: first.Tenant, Method: first.Method, Path: first.Path, Key: first.Key, Intent: st.id,
+		Invariant: c.Name(), Tenant: first.Tenant, Method: first.Method, Path: first.Path, Key: first.Key, Intent: st.id(h),
 		Ops: opsOf(h, idx),
 		Explanation: fmt.Sprintf("%s produced %s; exactly one of each was expected. The intent sent %s.",
 			who, what, opList(opsOf(h, idx))),
@@ -388,7 +388,7 @@ func twinCause(intent string) string {
 func (c exactlyOnce) lost(h *history.History, st *intentState, bodies map[bodyScope][]*intentState) Violation {
 	ack := &h.Attempts[st.acked]
 	v := Violation{
-		Invariant: c.Name(), Tenant: ack.Tenant, Method: ack.Method, Path: ack.Path, Key: ack.Key, Intent: st.id,
+		Invariant: c.Name(), Tenant: ack.Tenant, Method: ack.Method, Path: ack.Path, Key: ack.Key, Intent: st.id(h),
 		Ops: opsOf(h, st.attempts),
 		Explanation: fmt.Sprintf("%s was acknowledged with %d (op %d) but produced no effect; exactly one was expected.",
 			describeIntent(h, st), ack.Status, ack.Op),
@@ -397,11 +397,11 @@ func (c exactlyOnce) lost(h *history.History, st *intentState, bodies map[bodySc
 		// A part of a history: the twin may be under a key of another
 		// part, so the merge looks for it ([ResolveTwins]); the cause
 		// below stands when there is none.
-		v.twin = &twinQuery{bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}, st.unit.intents[0].id}
+		v.twin = &twinQuery{bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}, st.unit.intents[0].id(h)}
 	} else {
 		for _, other := range bodies[bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}] {
 			if other.unit != st.unit && other.unit.executed() {
-				v.Cause = twinCause(other.id)
+				v.Cause = twinCause(other.id(h))
 				return v
 			}
 		}
@@ -422,10 +422,10 @@ func describeIntent(h *history.History, st *intentState) string {
 	if a.Key == "" {
 		s = strings.Replace(s, "key ", "no key", 1)
 	}
-	if strings.HasPrefix(st.id, "key:") {
+	if strings.HasPrefix(st.id(h), "key:") {
 		return "the intent of " + s
 	}
-	return fmt.Sprintf("intent %s (%s)", st.id, s)
+	return fmt.Sprintf("intent %s (%s)", st.id(h), s)
 }
 
 func effectList(effects []history.Effect, idx []int32) string {

@@ -43,7 +43,8 @@ func (c inFlightConflict) check(ix *index) Result {
 		return !hitByFault(h, b, active)
 	}
 	left := 0
-	for g, s := range order {
+	for g := range order.len() {
+		s := order.at(g)
 		idx := groups[g]
 		if len(idx) < 2 {
 			continue
@@ -70,7 +71,7 @@ func (c inFlightConflict) check(ix *index) Result {
 			r.Violations = append(r.Violations, v)
 		}
 	}
-	r.t.left, r.t.keys, r.t.budget = left, len(order), ix.budget
+	r.t.left, r.t.keys, r.t.budget = left, order.len(), ix.budget
 	return settleInFlight(r, h)
 }
 
@@ -395,15 +396,16 @@ func canFail(kind string) bool {
 
 // multiKeys returns the (tenant, key) of every scope with two or more
 // attempts: the only keys judge asks duplicatedKeys about.
-func multiKeys(order []scope, groups [][]int32) map[tenantKey]bool {
+func multiKeys(order scopeList, groups [][]int32) map[tenantKey]bool {
 	n := 0
-	for g := range order {
+	for g := range order.len() {
 		if len(groups[g]) >= 2 {
 			n++
 		}
 	}
 	m := make(map[tenantKey]bool, n)
-	for g, s := range order {
+	for g := range order.len() {
+		s := order.at(g)
 		if len(groups[g]) >= 2 {
 			m[tenantKey{s.tenant, s.key}] = true
 		}

@@ -18,8 +18,7 @@ type index struct {
 	effects []history.Effect
 
 	grouped bool
-	scopes  []scope   // in order of first appearance
-	groups  [][]int32 // attempts of scopes[i], sorted by invoke time
+	groups  [][]int32 // attempts of each scope, in order of first appearance, sorted by invoke time
 
 	attr        *attribution
 	attrProfile Profile
@@ -47,20 +46,22 @@ func newIndex(h *history.History, effects []history.Effect) *index {
 // of first appearance, each group sorted by invoke time (stable, so that
 // attempts invoked at the same instant keep their history order). Attempts
 // without a key have no scope to judge. Callers must not reorder a group.
-func (ix *index) byScope() ([]scope, [][]int32) {
+func (ix *index) byScope() (scopeList, [][]int32) {
 	if ix.grouped {
-		return ix.scopes, ix.groups
+		return scopeList{ix.h, ix.groups}, ix.groups
 	}
 	ix.grouped = true
 	h := ix.h
 	// Scopes are found by key first (one string hash per attempt); the few
 	// scopes that share a key across tenants or endpoints are chained
-	// through next.
-	scopes := make([]scope, 0, len(h.Attempts))
+	// through next. A scope is kept as its first attempt: the scope
+	// records are not kept at all once the groups are built (a scope is
+	// its group's first attempt's), which saves 64 bytes a key.
+	scopes := make([]int32, 0, len(h.Attempts))
 	next, count := make([]int32, 0, len(h.Attempts)), make([]int32, 0, len(h.Attempts))
 	byKey := newStrTable(len(h.Attempts))
 	var key string
-	isKey := func(g int32) bool { return scopes[g].key == key }
+	isKey := func(g int32) bool { return h.Attempts[scopes[g]].Key == key }
 	of := make([]int32, len(h.Attempts)) // scope of each attempt, -1 for none
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
@@ -71,16 +72,16 @@ func (ix *index) byScope() ([]scope, [][]int32) {
 		key = a.Key
 		g, ok := byKey.lookup(key, int32(len(scopes)), isKey)
 		if !ok {
-			scopes, next, count = append(scopes, scopeOf(a)), append(next, -1), append(count, 0)
+			scopes, next, count = append(scopes, int32(i)), append(next, -1), append(count, 0)
 		} else {
 			for {
-				if sc := &scopes[g]; sc.tenant == a.Tenant && sc.method == a.Method && sc.path == a.Path {
+				if sc := &h.Attempts[scopes[g]]; sc.Tenant == a.Tenant && sc.Method == a.Method && sc.Path == a.Path {
 					break
 				}
 				if next[g] < 0 {
 					next[g] = int32(len(scopes))
 					g = next[g]
-					scopes, next, count = append(scopes, scopeOf(a)), append(next, -1), append(count, 0)
+					scopes, next, count = append(scopes, int32(i)), append(next, -1), append(count, 0)
 					break
 				}
 				g = next[g]
@@ -103,7 +104,6 @@ func (ix *index) byScope() ([]scope, [][]int32) {
 			fill[g]++
 		}
 	}
-	ix.scopes = scopes
 	ix.groups = make([][]int32, len(scopes))
 	for g := range scopes {
 		idx := flat[off[g]:off[g+1]:off[g+1]]
@@ -112,8 +112,20 @@ func (ix *index) byScope() ([]scope, [][]int32) {
 			slices.SortStableFunc(idx, ix.byInvoke)
 		}
 	}
-	return ix.scopes, ix.groups
+	return scopeList{h, ix.groups}, ix.groups
 }
+
+// scopeList names the scopes of [index.byScope]'s groups: each scope is
+// read off its group's first attempt, so no scope record is stored.
+type scopeList struct {
+	h      *history.History
+	groups [][]int32
+}
+
+func (l scopeList) len() int { return len(l.groups) }
+
+// at returns scope g.
+func (l scopeList) at(g int) scope { return scopeOf(&l.h.Attempts[l.groups[g][0]]) }
 
 func (ix *index) byInvoke(x, y int32) int {
 	a, b := ix.h.Attempts[x].Invoke, ix.h.Attempts[y].Invoke

@@ -61,7 +61,8 @@ func (c replayIdentical) check(ix *index) Result {
 		bad   []int32
 	}
 	var buf [4]payload
-	for g, s := range order {
+	for g := range order.len() {
+		s := order.at(g)
 		idx := groups[g]
 		ps := buf[:0]
 		var refused *Violation
@@ -118,7 +119,7 @@ func (c replayIdentical) check(ix *index) Result {
 // three first-hand successes must agree, and keys already reported are
 // left alone. A part of a history checked alone ([WithGlobals]) keeps its
 // tallies and candidates in r for [Merge], which judges them together.
-func (c replayIdentical) strippedReplays(r *Result, h *history.History, order []scope, groups [][]int32, found []Violation) []Violation {
+func (c replayIdentical) strippedReplays(r *Result, h *history.History, order scopeList, groups [][]int32, found []Violation) []Violation {
 	p := c.cfg.profile()
 	tallies := r.t.endpoints
 	// Successive attempts nearly always hit the endpoint of the one before.
@@ -158,7 +159,8 @@ func (c replayIdentical) strippedReplays(r *Result, h *history.History, order []
 		reported[scope{v.Tenant, v.Method, v.Path, v.Key}] = true
 	}
 	var out []Violation
-	for g, s := range order {
+	for g := range order.len() {
+		s := order.at(g)
 		if reported[s] {
 			continue
 		}

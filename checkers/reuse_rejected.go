@@ -28,7 +28,8 @@ func (c reuseRejected) check(ix *index) Result {
 	ct := &c.cfg.contract
 	var byKey map[string][]int // scopes of each key, built for a phantom reuse
 	looseKnown, looseSeen := false, false
-	for g, s := range order {
+	for g := range order.len() {
+		s := order.at(g)
 		idx := groups[g]
 		// A rejection as "reused" before this scope ever sent another
 		// payload: the key was matched against another scope's record.
@@ -181,7 +182,7 @@ func overlapsAny(h *history.History, idx []int32, a *history.Attempt) bool {
 // key before, the service matched its record: a global key space. An
 // identical retry rejected so is replay-identical's to report; a first use
 // rejected so, with no other use of the key anywhere, is reported here.
-func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, order []scope, groups [][]int32, same []int, checked *int) (Violation, bool) {
+func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, order scopeList, groups [][]int32, same []int, checked *int) (Violation, bool) {
 	ct := &c.cfg.contract
 	if c.cfg.profile().Reuse == 0 {
 		return Violation{}, false
@@ -226,9 +227,10 @@ func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, or
 }
 
 // scopesByKey lists the scopes of each key, in order.
-func scopesByKey(order []scope) map[string][]int {
+func scopesByKey(order scopeList) map[string][]int {
 	m := make(map[string][]int)
-	for g, s := range order {
+	for g := range order.len() {
+		s := order.at(g)
 		m[s.key] = append(m[s.key], g)
 	}
 	return m
@@ -236,10 +238,10 @@ func scopesByKey(order []scope) map[string][]int {
 
 // otherScopeBefore returns the first attempt of another scope with the same
 // key invoked before a ended, or nil.
-func otherScopeBefore(h *history.History, s scope, a *history.Attempt, order []scope, groups [][]int32, same []int) *history.Attempt {
+func otherScopeBefore(h *history.History, s scope, a *history.Attempt, order scopeList, groups [][]int32, same []int) *history.Attempt {
 	var first *history.Attempt
 	for _, g := range same {
-		if order[g] == s {
+		if order.at(g) == s {
 			continue
 		}
 		b := &h.Attempts[groups[g][0]]
@@ -253,8 +255,8 @@ func otherScopeBefore(h *history.History, s scope, a *history.Attempt, order []s
 // reuseRejectedSomewhere reports whether the service rejected a reused key
 // with another payload anywhere in the history: then it does keep a
 // fingerprint, and a reuse it let through points at a loose comparison.
-func reuseRejectedSomewhere(h *history.History, order []scope, groups [][]int32, p Profile, ct *Contract) bool {
-	for g := range order {
+func reuseRejectedSomewhere(h *history.History, order scopeList, groups [][]int32, p Profile, ct *Contract) bool {
+	for g := range order.len() {
 		idx := groups[g]
 		if len(idx) < 2 || !severalPayloads(h, idx, ct) {
 			continue

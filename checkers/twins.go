@@ -57,7 +57,7 @@ func ExecutedTwins(h *history.History, effects []history.Effect, want map[TwinSc
 		a := &h.Attempts[st.attempts[0]]
 		sc := TwinScope{a.Tenant, a.Method, a.Path, a.ReqHash}
 		if want[sc] && st.unit.executed() {
-			out = append(out, Twin{Scope: sc, Intent: st.id, Unit: st.unit.intents[0].id, Attempt: int(st.attempts[0])})
+			out = append(out, Twin{Scope: sc, Intent: st.id(h), Unit: st.unit.intents[0].id(h), Attempt: int(st.attempts[0])})
 		}
 	}
 	return out
