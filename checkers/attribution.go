@@ -26,13 +26,22 @@ type intentState struct {
 type unit struct {
 	intents []*intentState
 	acked   *intentState // the first acknowledged intent, or nil
-	indet   bool
-	exact   []int32 // effects attributed exactly to one of its intents
+	exact   []int32      // effects attributed exactly to one of its intents
 	group   *group
 }
 
 // id returns the intent's id.
 func (st *intentState) id(h *history.History) string { return h.Attempts[st.attempts[0]].Intent }
+
+// indet reports whether some attempt of the unit may have executed unseen.
+func (u *unit) indet() bool {
+	for _, st := range u.intents {
+		if st.anyIndet {
+			return true
+		}
+	}
+	return false
+}
 
 // executed reports whether the unit has an effect that is surely its own.
 func (u *unit) executed() bool {
@@ -50,9 +59,9 @@ type group struct {
 
 // attribution joins effects to intents.
 type attribution struct {
-	intents []*intentState // in order of first attempt
-	groups  []*group       // in order of first attempt
-	orphans int            // effects no attempt of the history explains
+	intents []intentState // in order of first attempt
+	groups  []group       // in order of first attempt
+	orphans int           // effects no attempt of the history explains
 }
 
 type tenantKey struct{ tenant, key string }
@@ -93,10 +102,7 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 			st.anyIndet = true
 		}
 	}
-	at := &attribution{intents: make([]*intentState, len(states))}
-	for s := range states {
-		at.intents[s] = &states[s]
-	}
+	at := &attribution{intents: states}
 	spread(attemptOf, states, func(st *intentState) *[]int32 { return &st.attempts })
 
 	// Units and groups: two union-finds over the intents. Only a scope
@@ -104,7 +110,7 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	unitOf, groupOf := newUnionFind(len(states)), newUnionFind(len(states))
 	order, scopeGroups := ix.byScope()
 	for g := range order.len() {
-		idx := scopeGroups[g]
+		idx := scopeGroups.at(g)
 		s0 := attemptOf[idx[0]]
 		multi := false
 		for _, i := range idx[1:] {
@@ -216,12 +222,8 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 		if st.acked >= 0 && (u.acked == nil || h.Attempts[st.acked].Complete < h.Attempts[u.acked.acked].Complete) {
 			u.acked = st
 		}
-		u.indet = u.indet || st.anyIndet
 	}
-	at.groups = make([]*group, len(groups))
-	for i := range groups {
-		at.groups[i] = &groups[i]
-	}
+	at.groups = groups
 
 	for i := range effects {
 		e := &effects[i]

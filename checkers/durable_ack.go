@@ -47,7 +47,8 @@ func (c durableAck) check(ix *index) Result {
 		return finish(r, h, r.t.early)
 	}
 	attr := ix.attribution(&c.cfg.contract)
-	for _, g := range attr.groups {
+	for gi := range attr.groups {
+		g := &attr.groups[gi]
 		// The units acknowledged by a process that then crashed.
 		var hit []*unit
 		var crashOf []int64

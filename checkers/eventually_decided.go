@@ -53,7 +53,7 @@ func (c eventuallyDecided) check(ix *index) Result {
 	order, groups := ix.byScope()
 	for g := range order.len() {
 		s := order.at(g)
-		idx := groups[g]
+		idx := groups.at(g)
 		var last int64
 		for _, i := range idx {
 			last = max(last, h.Attempts[i].Invoke)

@@ -41,7 +41,8 @@ func (c exactlyOnce) check(ix *index) Result {
 	}
 	at := ix.attribution(&c.cfg.contract)
 	var bodies map[bodyScope][]*intentState
-	for _, g := range at.groups {
+	for gi := range at.groups {
+		g := &at.groups[gi]
 		r.Checked += len(g.units)
 		if len(g.units) == 1 {
 			if v, bad := c.judgeUnit(h, effects, g.units[0], g.effectsOf(), unread, &bodies, at); bad {
@@ -101,7 +102,7 @@ func (c exactlyOnce) judgeUnit(h *history.History, effects []history.Effect, u *
 			*bodies = indexBodies(h, at)
 		}
 		return c.lost(h, st, *bodies), true
-	case u.acked == nil && !u.indet && len(fx) > 0:
+	case u.acked == nil && !u.indet() && len(fx) > 0:
 		return Violation{
 			Invariant: c.Name(), Tenant: first.Tenant, Method: first.Method, Path: first.Path, Key: first.Key, Intent: st.id(h),
 			Ops: unitOps(h, u),
@@ -152,7 +153,7 @@ func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, g 
 		most = max(most, len(k.idx))
 		room := 0
 		for _, u := range g.units {
-			if (u.acked != nil || u.indet) && !hasKind(effects, u.exact, k.kind) {
+			if (u.acked != nil || u.indet()) && !hasKind(effects, u.exact, k.kind) {
 				room++
 			}
 		}
@@ -373,7 +374,8 @@ type bodyScope struct {
 
 func indexBodies(h *history.History, at *attribution) map[bodyScope][]*intentState {
 	m := make(map[bodyScope][]*intentState)
-	for _, st := range at.intents {
+	for si := range at.intents {
+		st := &at.intents[si]
 		a := &h.Attempts[st.attempts[0]]
 		k := bodyScope{a.Tenant, a.Method, a.Path, a.ReqHash}
 		m[k] = append(m[k], st)

@@ -45,7 +45,7 @@ func (c inFlightConflict) check(ix *index) Result {
 	left := 0
 	for g := range order.len() {
 		s := order.at(g)
-		idx := groups[g]
+		idx := groups.at(g)
 		if len(idx) < 2 {
 			continue
 		}
@@ -396,17 +396,17 @@ func canFail(kind string) bool {
 
 // multiKeys returns the (tenant, key) of every scope with two or more
 // attempts: the only keys judge asks duplicatedKeys about.
-func multiKeys(order scopeList, groups [][]int32) map[tenantKey]bool {
+func multiKeys(order scopeList, groups scopeGroups) map[tenantKey]bool {
 	n := 0
 	for g := range order.len() {
-		if len(groups[g]) >= 2 {
+		if len(groups.at(g)) >= 2 {
 			n++
 		}
 	}
 	m := make(map[tenantKey]bool, n)
 	for g := range order.len() {
 		s := order.at(g)
-		if len(groups[g]) >= 2 {
+		if len(groups.at(g)) >= 2 {
 			m[tenantKey{s.tenant, s.key}] = true
 		}
 	}

@@ -18,7 +18,7 @@ type index struct {
 	effects []history.Effect
 
 	grouped bool
-	groups  [][]int32 // attempts of each scope, in order of first appearance, sorted by invoke time
+	groups  scopeGroups // attempts of each scope, in order of first appearance, sorted by invoke time
 
 	attr        *attribution
 	attrProfile Profile
@@ -46,7 +46,7 @@ func newIndex(h *history.History, effects []history.Effect) *index {
 // of first appearance, each group sorted by invoke time (stable, so that
 // attempts invoked at the same instant keep their history order). Attempts
 // without a key have no scope to judge. Callers must not reorder a group.
-func (ix *index) byScope() (scopeList, [][]int32) {
+func (ix *index) byScope() (scopeList, scopeGroups) {
 	if ix.grouped {
 		return scopeList{ix.h, ix.groups}, ix.groups
 	}
@@ -104,10 +104,9 @@ func (ix *index) byScope() (scopeList, [][]int32) {
 			fill[g]++
 		}
 	}
-	ix.groups = make([][]int32, len(scopes))
+	ix.groups = scopeGroups{flat, off}
 	for g := range scopes {
-		idx := flat[off[g]:off[g+1]:off[g+1]]
-		ix.groups[g] = idx
+		idx := ix.groups.at(g)
 		if !slices.IsSortedFunc(idx, ix.byInvoke) {
 			slices.SortStableFunc(idx, ix.byInvoke)
 		}
@@ -119,13 +118,22 @@ func (ix *index) byScope() (scopeList, [][]int32) {
 // read off its group's first attempt, so no scope record is stored.
 type scopeList struct {
 	h      *history.History
-	groups [][]int32
+	groups scopeGroups
 }
 
-func (l scopeList) len() int { return len(l.groups) }
+func (l scopeList) len() int { return l.groups.len() }
 
 // at returns scope g.
-func (l scopeList) at(g int) scope { return scopeOf(&l.h.Attempts[l.groups[g][0]]) }
+func (l scopeList) at(g int) scope { return scopeOf(&l.h.Attempts[l.groups.at(g)[0]]) }
+
+// scopeGroups holds the attempts of every scope in one array, group g at
+// flat[off[g]:off[g+1]]: a slice header a scope would cost 24 bytes.
+type scopeGroups struct{ flat, off []int32 }
+
+func (s scopeGroups) len() int { return len(s.off) - 1 }
+
+// at returns the attempts of scope g; callers must not reorder them.
+func (s scopeGroups) at(g int) []int32 { return s.flat[s.off[g]:s.off[g+1]:s.off[g+1]] }
 
 func (ix *index) byInvoke(x, y int32) int {
 	a, b := ix.h.Attempts[x].Invoke, ix.h.Attempts[y].Invoke

@@ -63,7 +63,7 @@ func (c replayIdentical) check(ix *index) Result {
 	var buf [4]payload
 	for g := range order.len() {
 		s := order.at(g)
-		idx := groups[g]
+		idx := groups.at(g)
 		ps := buf[:0]
 		var refused *Violation
 		for n, i := range idx {
@@ -119,7 +119,7 @@ func (c replayIdentical) check(ix *index) Result {
 // three first-hand successes must agree, and keys already reported are
 // left alone. A part of a history checked alone ([WithGlobals]) keeps its
 // tallies and candidates in r for [Merge], which judges them together.
-func (c replayIdentical) strippedReplays(r *Result, h *history.History, order scopeList, groups [][]int32, found []Violation) []Violation {
+func (c replayIdentical) strippedReplays(r *Result, h *history.History, order scopeList, groups scopeGroups, found []Violation) []Violation {
 	p := c.cfg.profile()
 	tallies := r.t.endpoints
 	// Successive attempts nearly always hit the endpoint of the one before.
@@ -165,7 +165,7 @@ func (c replayIdentical) strippedReplays(r *Result, h *history.History, order sc
 			continue
 		}
 		var cands []*history.Attempt
-		for _, i := range groups[g] {
+		for _, i := range groups.at(g) {
 			if b := &h.Attempts[i]; classify(b, p) == succeeded && markedReplay(b) {
 				cands = append(cands, b)
 			}

@@ -30,7 +30,7 @@ func (c reuseRejected) check(ix *index) Result {
 	looseKnown, looseSeen := false, false
 	for g := range order.len() {
 		s := order.at(g)
-		idx := groups[g]
+		idx := groups.at(g)
 		// A rejection as "reused" before this scope ever sent another
 		// payload: the key was matched against another scope's record.
 		if hasStatus(h, idx, c.cfg.profile().Reuse) {
@@ -182,7 +182,7 @@ func overlapsAny(h *history.History, idx []int32, a *history.Attempt) bool {
 // key before, the service matched its record: a global key space. An
 // identical retry rejected so is replay-identical's to report; a first use
 // rejected so, with no other use of the key anywhere, is reported here.
-func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, order scopeList, groups [][]int32, same []int, checked *int) (Violation, bool) {
+func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, order scopeList, groups scopeGroups, same []int, checked *int) (Violation, bool) {
 	ct := &c.cfg.contract
 	if c.cfg.profile().Reuse == 0 {
 		return Violation{}, false
@@ -238,13 +238,13 @@ func scopesByKey(order scopeList) map[string][]int {
 
 // otherScopeBefore returns the first attempt of another scope with the same
 // key invoked before a ended, or nil.
-func otherScopeBefore(h *history.History, s scope, a *history.Attempt, order scopeList, groups [][]int32, same []int) *history.Attempt {
+func otherScopeBefore(h *history.History, s scope, a *history.Attempt, order scopeList, groups scopeGroups, same []int) *history.Attempt {
 	var first *history.Attempt
 	for _, g := range same {
 		if order.at(g) == s {
 			continue
 		}
-		b := &h.Attempts[groups[g][0]]
+		b := &h.Attempts[groups.at(g)[0]]
 		if b.Invoke < a.End(h.End) && (first == nil || b.Invoke < first.Invoke) {
 			first = b
 		}
@@ -255,9 +255,9 @@ func otherScopeBefore(h *history.History, s scope, a *history.Attempt, order sco
 // reuseRejectedSomewhere reports whether the service rejected a reused key
 // with another payload anywhere in the history: then it does keep a
 // fingerprint, and a reuse it let through points at a loose comparison.
-func reuseRejectedSomewhere(h *history.History, order scopeList, groups [][]int32, p Profile, ct *Contract) bool {
+func reuseRejectedSomewhere(h *history.History, order scopeList, groups scopeGroups, p Profile, ct *Contract) bool {
 	for g := range order.len() {
-		idx := groups[g]
+		idx := groups.at(g)
 		if len(idx) < 2 || !severalPayloads(h, idx, ct) {
 			continue
 		}

@@ -53,7 +53,8 @@ func ExecutedTwins(h *history.History, effects []history.Effect, want map[TwinSc
 	cfg := newConfig(opts)
 	at := attribute(newIndex(h, effects), cfg.profile(), &cfg.contract)
 	var out []Twin
-	for _, st := range at.intents {
+	for si := range at.intents {
+		st := &at.intents[si]
 		a := &h.Attempts[st.attempts[0]]
 		sc := TwinScope{a.Tenant, a.Method, a.Path, a.ReqHash}
 		if want[sc] && st.unit.executed() {
