@@ -45,7 +45,7 @@ func (u *unit) indet() bool {
 
 // executed reports whether the unit has an effect that is surely its own.
 func (u *unit) executed() bool {
-	return len(u.exact) > 0 || (len(u.group.units) == 1 && len(u.group.pool) > 0)
+	return len(u.exact) > 0 || (len(u.group.units) == 1 && len(u.group.pool()) > 0)
 }
 
 // group is a set of units joined by the (tenant, key)s they used: the
@@ -53,8 +53,16 @@ func (u *unit) executed() bool {
 // known intent) are shared by the group, and only their count can be
 // judged when the group holds more than one unit.
 type group struct {
-	units []*unit
-	pool  []int32 // effects attributed by (tenant, key) only
+	units  []*unit
+	shared *[]int32 // effects attributed by (tenant, key) only; a pointer, as most groups have none
+}
+
+// pool returns the effects attributed to the group by (tenant, key) only.
+func (g *group) pool() []int32 {
+	if g.shared == nil {
+		return nil
+	}
+	return *g.shared
 }
 
 // attribution joins effects to intents.
@@ -77,7 +85,15 @@ type tenantKey struct{ tenant, key string }
 // without a key is built only when some effect names no known intent.
 func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	h, effects := ix.h, ix.effects
-	byID := newStrTable(len(h.Attempts))
+	order, scopeGroups := ix.byScope()
+	// byScope's table is done with: its arrays are reused.
+	byID := ix.spare
+	ix.spare = nil
+	if byID == nil {
+		byID = newStrTable(len(h.Attempts))
+	} else {
+		byID.reset()
+	}
 	states := make([]intentState, 0, len(h.Attempts))
 	var id string
 	firstOf := make([]int32, 0, len(h.Attempts)) // first attempt of each state
@@ -108,7 +124,6 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	// Units and groups: two union-finds over the intents. Only a scope
 	// used by several intents joins anything.
 	unitOf, groupOf := newUnionFind(len(states)), newUnionFind(len(states))
-	order, scopeGroups := ix.byScope()
 	for g := range order.len() {
 		idx := scopeGroups.at(g)
 		s0 := attemptOf[idx[0]]
@@ -167,8 +182,10 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	// member lists out in two flat arrays (no allocation per unit).
 	unitNo := make([]int32, len(states)) // unit of each intent
 	groupNo := make([]int32, 0, len(states))
-	rootUnit := make([]int32, len(states)) // unit number of each root + 1
-	rootGroup := make([]int32, len(states))
+	// One element longer than needed: they are reused below as nIntents
+	// and nUnits, which need one more than there are units and groups.
+	rootUnit := make([]int32, len(states)+1) // unit number of each root + 1
+	rootGroup := make([]int32, len(states)+1)
 	for s := range states {
 		ur := unitOf.find(int32(s))
 		if rootUnit[ur] == 0 {
@@ -189,11 +206,13 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	groups := make([]group, nGroups)
 	intentsFlat := make([]*intentState, len(states))
 	unitsFlat := make([]*unit, len(units))
-	nIntents := make([]int32, len(units)+1)
+	nIntents := rootUnit[:len(units)+1]
+	clear(nIntents)
 	for _, u := range unitNo {
 		nIntents[u+1]++
 	}
-	nUnits := make([]int32, nGroups+1)
+	nUnits := rootGroup[:nGroups+1]
+	clear(nUnits)
 	for _, g := range groupNo {
 		nUnits[g+1]++
 	}
@@ -236,7 +255,10 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 			continue
 		}
 		g := states[s].unit.group
-		g.pool = append(g.pool, int32(i))
+		if g.shared == nil {
+			g.shared = new([]int32)
+		}
+		*g.shared = append(*g.shared, int32(i))
 	}
 	// The effects of a unit's intents, in effect order.
 	for i, s := range effectOf {
@@ -294,7 +316,7 @@ func joinScope(h *history.History, idx []int32, attemptOf []int32, unitOf, group
 // effectsOf returns the effects a group's only unit produced: the exact
 // ones and the pool, in effect order.
 func (g *group) effectsOf() []int32 {
-	out := append(append([]int32{}, g.units[0].exact...), g.pool...)
+	out := append(append([]int32{}, g.units[0].exact...), g.pool()...)
 	slices.Sort(out)
 	return out
 }

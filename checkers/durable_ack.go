@@ -86,12 +86,12 @@ func (c durableAck) check(ix *index) Result {
 			}
 		}
 		most := 0
-		for _, k := range groupKinds(effects, g.pool) {
+		for _, k := range groupKinds(effects, g.pool()) {
 			most = max(most, len(k.idx))
 		}
 		if need > most {
 			v := c.lost(h, first, crash)
-			if need > 1 || len(g.pool) > 0 {
+			if need > 1 || len(g.pool()) > 0 {
 				v.Intent = ""
 				v.Explanation = fmt.Sprintf("%s: %d requests acknowledged by the process that crashed at %s have only %d effects after the restart (op %d was the first acknowledged); an acknowledged write must survive a crash.",
 					describeGroup(h, g), need, at(crash), most, v.Ops[0])

@@ -141,7 +141,7 @@ func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, g 
 	}
 	// Per kind, how many pooled effects the units without an exact one of
 	// that kind can absorb: one each if acknowledged or maybe executed.
-	pool := groupKinds(effects, g.pool)
+	pool := groupKinds(effects, g.pool())
 	need := 0 // acknowledged units with no exact effect at all
 	for _, u := range g.units {
 		if u.acked != nil && len(u.exact) == 0 {

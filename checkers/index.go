@@ -20,6 +20,9 @@ type index struct {
 	grouped bool
 	groups  scopeGroups // attempts of each scope, in order of first appearance, sorted by invoke time
 
+	// spare is byScope's string table, which attribute reuses.
+	spare *strTable
+
 	attr        *attribution
 	attrProfile Profile
 	attrFP      string
@@ -105,6 +108,7 @@ func (ix *index) byScope() (scopeList, scopeGroups) {
 		}
 	}
 	ix.groups = scopeGroups{flat, off}
+	ix.spare = byKey
 	for g := range scopes {
 		idx := ix.groups.at(g)
 		if !slices.IsSortedFunc(idx, ix.byInvoke) {

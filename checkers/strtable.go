@@ -26,6 +26,12 @@ func newStrTable(n int) *strTable {
 
 // lookup returns the value of s (is tells whether value v stands for s) or,
 // when s is absent, adds it with value next and returns next, false.
+// reset empties the table for reuse.
+func (t *strTable) reset() {
+	clear(t.slots)
+	clear(t.tags)
+}
+
 func (t *strTable) lookup(s string, next int32, is func(v int32) bool) (int32, bool) {
 	h := maphash.String(strSeed, s)
 	tag := uint8(h >> 56)
