@@ -25,9 +25,9 @@ type DockerEnv struct {
 	images dockerenv.Images
 	seq    atomic.Int64
 
-	// next is the next reference run's database, made (created, migrated,
-	// its proxies in place) in the background while the current run
-	// runs: fresh all the same, since no run has used it.
+	// next are the next reference runs' databases, made (created,
+	// migrated, their proxies in place) in the background while the
+	// current run runs: fresh all the same, since no run has used them.
 	mu   sync.Mutex
 	next []chan runDB
 }

@@ -181,9 +181,12 @@ func (c *Container) removeSelf(ctx context.Context) error {
 // not wait for the daemon. [Env.Close] waits for the removal and returns
 // its error. A pod's pause container, once nothing is left in its network
 // namespace, is kept for a later pod (it holds only the address and the
-// published port; every pod's own container is new).
-func (c *Container) Discard() {
-	c.env.Go(func() error {
+// published port; every pod's own container is new). The channel is
+// closed when the removal is over.
+func (c *Container) Discard() <-chan struct{} {
+	done := make(chan struct{})
+	ok := c.env.Go(func() error {
+		defer close(done)
 		ctx := context.Background()
 		if c.pause == nil {
 			return c.Stop(ctx)
@@ -200,7 +203,11 @@ func (c *Container) Discard() {
 		}
 		return c.pause.Stop(ctx)
 	})
-	// Once the environment is closed, Close removes it (or has).
+	if !ok {
+		// Closed: Close removes it, or has.
+		close(done)
+	}
+	return done
 }
 
 // Logs is the tail of the container's output, for error messages.
