@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,24 @@ type DockerEnv struct {
 	env    *dockerenv.Env
 	images dockerenv.Images
 	seq    atomic.Int64
+
+	// next are the next reference runs' databases, made (created,
+	// migrated, their proxies in place) in the background while the
+	// current run runs: fresh all the same, since no run has used them.
+	mu   sync.Mutex
+	next []chan runDB
+}
+
+// dbsAhead is how many reference runs' databases are made ahead: making
+// one takes longer than a short run under load, mostly CREATE DATABASE.
+const dbsAhead = 2
+
+// runDB is one reference run's database and the proxies to it.
+type runDB struct {
+	n                int64
+	db               string
+	primary, replica string
+	err              error
 }
 
 // Env is the started docker environment.
@@ -52,7 +71,54 @@ func openDocker(ctx context.Context, opts OpenOptions, standby bool) (*DockerEnv
 	if err != nil {
 		return nil, err
 	}
-	return &DockerEnv{env: e, images: im}, nil
+	d := &DockerEnv{env: e, images: im}
+	// The first run's database and pause container start now.
+	for range dbsAhead {
+		d.next = append(d.next, d.prepareDB())
+	}
+	e.PreparePod(8080)
+	return d, nil
+}
+
+// prepareDB starts making a reference run's database in the background.
+func (d *DockerEnv) prepareDB() chan runDB {
+	ch := make(chan runDB, 1)
+	n := d.seq.Add(1)
+	r := runDB{n: n, db: fmt.Sprintf("run_%d_%d", os.Getpid(), n)}
+	if !d.env.Go(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		t0 := time.Now()
+		r.primary, r.replica, r.err = d.dbPaths(ctx, r.db)
+		if r.err == nil {
+			r.err = reference.Migrate(ctx, d.env.DSN(r.db))
+		}
+		dockerenv.Trace("database made ahead", t0)
+		ch <- r
+		return nil // the run that takes it reports r.err
+	}) {
+		r.err = errors.New("docker env: closed")
+		ch <- r
+	}
+	return ch
+}
+
+// takeDB returns the oldest database made ahead (waiting for it if it is
+// still being made) and starts making the next one.
+func (d *DockerEnv) takeDB(ctx context.Context) (runDB, error) {
+	d.mu.Lock()
+	if len(d.next) == 0 {
+		d.next = append(d.next, d.prepareDB())
+	}
+	ch := d.next[0]
+	d.next = append(d.next[1:], d.prepareDB())
+	d.mu.Unlock()
+	select {
+	case r := <-ch:
+		return r, r.err
+	case <-ctx.Done():
+		return runDB{}, ctx.Err()
+	}
 }
 
 // startTarget starts the scenario's system under test in containers.
@@ -90,16 +156,14 @@ func (d *DockerEnv) dbPaths(ctx context.Context, db string) (primary, replica st
 // startReference starts the reference service (and consumer) as
 // containers of the reference image, each run on a fresh database.
 func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.ReferenceTarget, mutant string, tokens map[string]string) (*target, error) {
-	n := d.seq.Add(1)
-	db := fmt.Sprintf("run_%d_%d", os.Getpid(), n)
-	proxied, replica, err := d.dbPaths(ctx, db)
+	tStart := time.Now()
+	defer dockerenv.Trace("target total", tStart)
+	rdb, err := d.takeDB(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reference target: %w", err)
 	}
-	dsn := d.env.DSN(db)
-	if err := reference.Migrate(ctx, dsn); err != nil {
-		return nil, fmt.Errorf("reference target: %w", err)
-	}
+	dockerenv.Trace("take db", tStart)
+	n, db, proxied, replica, dsn := rdb.n, rdb.db, rdb.primary, rdb.replica, d.env.DSN(rdb.db)
 	subnet, err := d.env.Subnet()
 	if err != nil {
 		return nil, fmt.Errorf("reference target: %w", err)
@@ -121,13 +185,23 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 		return nil, errors.New("reference target: a replica is needed but the environment has no standby")
 	}
 	t := &target{dsn: dsn, dbProxy: "db-" + db, tokens: tokens, debugURL: map[string]string{}, procs: map[string]faults.Process{}}
-	var started []*dockerenv.Container
+	var (
+		mu      sync.Mutex
+		started []*dockerenv.Container
+	)
+	// The containers are removed in the background (the environment's
+	// Close waits for that and reports its errors): the next run need not
+	// wait for the daemon.
 	t.close = func(ctx context.Context) error {
-		errs := []error{d.removeProxies(ctx, t.svcProxy, "db-"+db, "replica-"+db)}
+		defer dockerenv.Trace("target close", time.Now())
+		err := d.removeProxies(ctx, t.svcProxy, "db-"+db, "replica-"+db)
+		mu.Lock()
+		defer mu.Unlock()
 		for _, c := range started {
-			errs = append(errs, c.Stop(ctx))
+			c.Discard()
 		}
-		return errors.Join(errs...)
+		started = nil
+		return err
 	}
 	fail := func(err error) (*target, error) {
 		_ = t.close(context.WithoutCancel(ctx))
@@ -143,23 +217,38 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 		c, err := d.env.RunContainer(ctx, dockerenv.ContainerSpec{Name: fmt.Sprintf("%s-%d", name, n), Image: d.images.Reference,
 			Env: []string{kv}, Port: port, Pod: true, Ready: ready})
 		if c != nil {
+			mu.Lock()
 			started = append(started, c)
+			mu.Unlock()
 		}
 		return c, err
 	}
-	svc, err := runChild(serve, "ref", 8080, dockerenv.HTTPReady("/healthz"))
-	if err != nil {
-		return fail(fmt.Errorf("start service: %w", err))
-	}
-	t.serviceURL, t.upstream = "http://"+svc.HostAddr(), svc.NetAddr(8080)
-	t.debugURL["service"], t.procs["service"] = t.serviceURL, d.gated(svc, t)
+	// The service and the consumer start side by side.
+	var (
+		con    *dockerenv.Container
+		conErr error
+		wg     sync.WaitGroup
+	)
 	if spec.Consumer {
 		consume := childSpec{Role: "consume", DSN: proxied, Addr: ":8081", Mutant: mutant,
 			VisibilityTimeout: spec.VisibilityTimeout, PollInterval: 20 * time.Millisecond, DebugAllow: allow}
-		con, err := runChild(consume, "con", 8081, dockerenv.HTTPReady("/debug/failpoints"))
-		if err != nil {
-			return fail(fmt.Errorf("start consumer: %w", err))
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			con, conErr = runChild(consume, "con", 8081, dockerenv.HTTPReady("/debug/failpoints"))
+		}()
+	}
+	svc, err := runChild(serve, "ref", 8080, dockerenv.HTTPReady("/healthz"))
+	wg.Wait()
+	if err != nil {
+		return fail(fmt.Errorf("start service: %w", err))
+	}
+	if conErr != nil {
+		return fail(fmt.Errorf("start consumer: %w", conErr))
+	}
+	t.serviceURL, t.upstream = "http://"+svc.HostAddr(), svc.NetAddr(8080)
+	t.debugURL["service"], t.procs["service"] = t.serviceURL, d.gated(svc, t)
+	if con != nil {
 		t.debugURL["consumer"], t.procs["consumer"] = "http://"+con.HostAddr(), con
 	}
 	t.svcProxy = "svc-" + db
@@ -198,7 +287,8 @@ func (d *DockerEnv) startImage(ctx context.Context, tgt scenarios.Target, tokens
 	t.close = func(ctx context.Context) error {
 		errs := []error{d.removeProxies(ctx, t.svcProxy, "db-"+db, "replica-"+db)}
 		if started != nil {
-			errs = append(errs, started.Stop(ctx))
+			started.Discard()
+			started = nil
 		}
 		return errors.Join(errs...)
 	}

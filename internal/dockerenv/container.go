@@ -156,15 +156,58 @@ func (c *Container) Restart(ctx context.Context) error {
 // Stop removes the container (and its anonymous volumes, and its pause
 // container).
 func (c *Container) Stop(ctx context.Context) error {
-	err := c.env.c.pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: c.ID(), Force: true, RemoveVolumes: true, Context: ctx})
-	var missing *dc.NoSuchContainer
-	if err != nil && !errors.As(err, &missing) {
-		return fmt.Errorf("remove %s: %w", c.Name(), err)
+	defer Trace(c.Name()+" remove", time.Now())
+	if err := c.removeSelf(ctx); err != nil {
+		return err
 	}
 	if c.pause != nil {
 		return c.pause.Stop(ctx)
 	}
 	return nil
+}
+
+// removeSelf removes this container only (not a pod's pause container).
+func (c *Container) removeSelf(ctx context.Context) error {
+	err := c.env.c.pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: c.ID(), Force: true, RemoveVolumes: true, Context: ctx})
+	var missing *dc.NoSuchContainer
+	if err != nil && !errors.As(err, &missing) {
+		return fmt.Errorf("remove %s: %w", c.Name(), err)
+	}
+	c.env.forget(c)
+	return nil
+}
+
+// Discard removes the container in the background: a finished run does
+// not wait for the daemon. [Env.Close] waits for the removal and returns
+// its error. A pod's pause container, once nothing is left in its network
+// namespace, is kept for a later pod (it holds only the address and the
+// published port; every pod's own container is new). The channel is
+// closed when the removal is over.
+func (c *Container) Discard() <-chan struct{} {
+	done := make(chan struct{})
+	ok := c.env.Go(func() error {
+		defer close(done)
+		ctx := context.Background()
+		if c.pause == nil {
+			return c.Stop(ctx)
+		}
+		if err := c.removeSelf(ctx); err != nil {
+			return errors.Join(err, c.pause.Stop(ctx))
+		}
+		select {
+		case <-c.pause.Exited():
+		default:
+			if c.env.putIdle(c.pause) {
+				return nil
+			}
+		}
+		return c.pause.Stop(ctx)
+	})
+	if !ok {
+		// Closed: Close removes it, or has.
+		close(done)
+	}
+	return done
 }
 
 // Logs is the tail of the container's output, for error messages.

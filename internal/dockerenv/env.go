@@ -53,6 +53,25 @@ type Env struct {
 	mu         sync.Mutex
 	containers []*Container
 	closed     bool
+	// spares are pause containers started ahead for the next pod on each
+	// port, and idle the ones whose pod was discarded (see
+	// [Container.Discard]): a run then waits only for its own service
+	// container.
+	spares   map[int]*sparePause
+	idle     map[int][]*Container
+	spareSeq int
+	// bg is the background work (spares, removals) Close joins, and bgErrs
+	// what it failed with.
+	bg     sync.WaitGroup
+	bgErrs []error
+}
+
+// sparePause is a pause container being started, or started, for a
+// later pod: done is closed when c or err is set.
+type sparePause struct {
+	done chan struct{}
+	c    *Container
+	err  error
 }
 
 // pgSettings match the local environment's tuning (durability traded for
@@ -175,16 +194,20 @@ func (e *Env) RunContainer(ctx context.Context, spec ContainerSpec) (*Container,
 	if closed {
 		return nil, errors.New("docker env: closed")
 	}
+	t0 := time.Now()
 	if err := e.c.EnsureImage(spec.Image); err != nil {
 		return nil, err
 	}
+	Trace(spec.Name+" ensure-image", t0)
 	var pause *Container
 	if spec.Pod {
 		if e.cfg.PauseImage == "" {
 			return nil, errors.New("docker env: a pod needs Config.PauseImage")
 		}
 		var err error
-		pause, err = e.RunContainer(ctx, ContainerSpec{Name: spec.Name + "-net", Image: e.cfg.PauseImage, Env: e.cfg.PauseEnv, Port: spec.Port})
+		tp := time.Now()
+		pause, err = e.takePause(ctx, spec.Port)
+		Trace(spec.Name+" take pause", tp)
 		if err != nil {
 			return pause, err
 		}
@@ -210,6 +233,7 @@ func (e *Env) RunContainer(ctx context.Context, spec ContainerSpec) (*Container,
 		if err != nil {
 			return nil, err
 		}
+		t1 := time.Now()
 		res, err = e.c.pool.RunWithOptions(opts, func(hc *dc.HostConfig) {
 			hc.PublishAllPorts = false // only what is asked, and only on 127.0.0.1
 			hc.Init = true             // a real init as PID 1: a process's SIGKILL of itself works
@@ -222,6 +246,7 @@ func (e *Env) RunContainer(ctx context.Context, spec ContainerSpec) (*Container,
 				hc.Tmpfs = map[string]string{"/tmp": "rw,mode=1777"}
 			}
 		})
+		Trace(spec.Name+" run", t1)
 		if err == nil {
 			break
 		}
@@ -242,13 +267,162 @@ func (e *Env) RunContainer(ctx context.Context, spec ContainerSpec) (*Container,
 		c.hostAddr = pause.hostAddr
 	}
 	e.mu.Lock()
-	e.containers = append(e.containers, c)
-	e.mu.Unlock()
-	c.watch()
-	if err := c.waitReady(ctx); err != nil {
-		return c, err
+	closed = e.closed
+	if !closed {
+		e.containers = append(e.containers, c)
 	}
-	return c, nil
+	e.mu.Unlock()
+	if closed {
+		// Started in the background while Close was listing what to
+		// remove: remove it here.
+		return nil, errors.Join(errors.New("docker env: closed"), c.Stop(context.WithoutCancel(ctx)))
+	}
+	c.watch()
+	t2 := time.Now()
+	err = c.waitReady(ctx)
+	Trace(spec.Name+" ready", t2)
+	if pause != nil {
+		// The next pod's pause container starts once this pod is up, not
+		// beside it (the daemon is slow at starting two containers at
+		// once), unless one is idle.
+		e.mu.Lock()
+		if len(e.idle[pause.spec.Port]) == 0 && e.spares[pause.spec.Port] == nil {
+			e.startSpareLocked(pause.spec.Port)
+		}
+		e.mu.Unlock()
+	}
+	return c, err
+}
+
+// PreparePod starts, in the background, the pause container of the next
+// [ContainerSpec.Pod] that publishes port, unless one is already there.
+func (e *Env) PreparePod(port int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.spares[port] == nil {
+		e.startSpareLocked(port)
+	}
+}
+
+// startSpareLocked starts a spare pause container for port in the
+// background. e.mu is held.
+func (e *Env) startSpareLocked(port int) {
+	if e.closed || e.cfg.PauseImage == "" {
+		return
+	}
+	if e.spares == nil {
+		e.spares = map[int]*sparePause{}
+	}
+	e.spareSeq++
+	sp := &sparePause{done: make(chan struct{})}
+	e.spares[port] = sp
+	name := fmt.Sprintf("pod%d", e.spareSeq)
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		defer close(sp.done)
+		// Never handed out when it failed: the pod that wanted it starts
+		// one itself, and says why if that fails too.
+		sp.c, sp.err = e.RunContainer(context.Background(), ContainerSpec{Name: name, Image: e.cfg.PauseImage, Env: e.cfg.PauseEnv, Port: port})
+	}()
+}
+
+// takePause returns a pause container publishing port with nothing in
+// its network namespace: an idle one whose pod's container was removed,
+// the spare started ahead, or a new one.
+func (e *Env) takePause(ctx context.Context, port int) (*Container, error) {
+	e.mu.Lock()
+	for len(e.idle[port]) > 0 {
+		c := e.idle[port][0]
+		e.idle[port] = e.idle[port][1:]
+		select {
+		case <-c.Exited():
+			e.mu.Unlock()
+			_ = c.Stop(context.WithoutCancel(ctx))
+			e.mu.Lock()
+			continue
+		default:
+		}
+		e.mu.Unlock()
+		return c, nil
+	}
+	sp := e.spares[port]
+	delete(e.spares, port)
+	e.mu.Unlock()
+	if sp != nil {
+		select {
+		case <-sp.done:
+			if sp.err == nil {
+				select {
+				case <-sp.c.Exited():
+					_ = sp.c.Stop(context.WithoutCancel(ctx))
+				default:
+					return sp.c, nil
+				}
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	e.mu.Lock()
+	e.spareSeq++
+	name := fmt.Sprintf("pod%d", e.spareSeq)
+	e.mu.Unlock()
+	return e.RunContainer(ctx, ContainerSpec{Name: name, Image: e.cfg.PauseImage, Env: e.cfg.PauseEnv, Port: port})
+}
+
+// forget drops a removed container from what Close removes. (A new
+// slice: Close may be ranging over the old one.)
+func (e *Env) forget(c *Container) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	kept := make([]*Container, 0, len(e.containers))
+	for _, x := range e.containers {
+		if x != c {
+			kept = append(kept, x)
+		}
+	}
+	e.containers = kept
+}
+
+// maxIdle bounds the idle pause containers kept per port.
+const maxIdle = 2
+
+// putIdle keeps a pause container, whose pod's container is removed, for
+// a later pod; it reports false when enough are kept already.
+func (e *Env) putIdle(c *Container) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	port := c.spec.Port
+	if e.closed || len(e.idle[port]) >= maxIdle {
+		return false
+	}
+	if e.idle == nil {
+		e.idle = map[int][]*Container{}
+	}
+	e.idle[port] = append(e.idle[port], c)
+	return true
+}
+
+// Go runs f in the background; Close waits for it before removing the
+// containers, and returns its error. It reports false (and does not run
+// f) once the environment is closed.
+func (e *Env) Go(f func() error) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		if err := f(); err != nil {
+			e.mu.Lock()
+			e.bgErrs = append(e.bgErrs, err)
+			e.mu.Unlock()
+		}
+	}()
+	return true
 }
 
 // pgReady connects to the published port as postgres.
@@ -390,9 +564,12 @@ func (e *Env) Close(ctx context.Context) error {
 		return nil
 	}
 	e.closed = true
-	cs := e.containers
 	e.mu.Unlock()
-	var errs []error
+	e.bg.Wait()
+	e.mu.Lock()
+	cs := e.containers
+	errs := e.bgErrs
+	e.mu.Unlock()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for _, c := range cs {

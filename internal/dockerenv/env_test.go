@@ -131,3 +131,45 @@ func TestContainer_KillIsASIGKILLAndRestartComesBack(t *testing.T) {
 	default:
 	}
 }
+
+func TestPod_DiscardedPodsPauseServesTheNextPodsFreshContainer(t *testing.T) {
+	c, im := images(t)
+	ctx := context.Background()
+	// The toxiproxy image idles well enough as a pause container (its API
+	// listens on 8474 inside the namespace, not published).
+	e, err := c.Start(ctx, dockerenv.Config{Images: im, PauseImage: im.Toxiproxy})
+	require.NoError(t, err)
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = e.Close(context.Background())
+		}
+	})
+	pod := func(name string) *dockerenv.Container {
+		p, err := e.RunContainer(ctx, dockerenv.ContainerSpec{Name: name, Image: im.Toxiproxy, Port: 9000, Pod: true,
+			Cmd: []string{"-host=0.0.0.0", "-port=9000"}, Ready: dockerenv.HTTPReady("/version")})
+		require.NoError(t, err)
+		return p
+	}
+	a := pod("a")
+	<-a.Discard()
+	_, err = c.API().InspectContainer(a.ID())
+	var missing *dc.NoSuchContainer
+	require.ErrorAs(t, err, &missing, "a discarded pod's container is removed")
+	assert.Error(t, dockerenv.HTTPReady("/version")(ctx, a), "nothing answers at the address once the container is gone")
+
+	b := pod("b")
+	assert.NotEqual(t, a.ID(), b.ID(), "every pod's container is new")
+	assert.Equal(t, a.HostAddr(), b.HostAddr(), "the next pod runs in the idle pause container's namespace")
+	require.NoError(t, b.Kill(ctx))
+	assert.Error(t, dockerenv.HTTPReady("/version")(ctx, b), "a killed pod refuses at once")
+	require.NoError(t, b.Restart(ctx))
+
+	run := e.Run()
+	<-b.Discard()
+	require.NoError(t, e.Close(ctx))
+	closed = true
+	left, err := c.API().ListContainers(dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {dockerenv.LabelRun + "=" + run}}})
+	require.NoError(t, err)
+	assert.Empty(t, left, "Close removes every container, idle pause containers and spares too")
+}
