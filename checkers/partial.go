@@ -233,12 +233,21 @@ func (d *detacher) result(r Result) Result {
 		r.t.endpoints = eps
 	}
 	if r.t.stripped != nil {
-		stripped := make([]strippedCandidates, len(r.t.stripped))
-		for i, c := range r.t.stripped {
+		var stripped []strippedCandidates
+		for _, c := range r.t.stripped {
+			var keep []*history.Attempt
+			for _, a := range c.cands {
+				if !safeReplay(a, r.t.endpoints) {
+					keep = append(keep, a)
+				}
+			}
+			if len(keep) == 0 {
+				continue
+			}
 			s := scope{d.str(c.s.tenant), d.str(c.s.method), d.str(c.s.path), strings.Clone(c.s.key)}
-			as := make([]history.Attempt, len(c.cands))
-			cands := make([]*history.Attempt, len(c.cands))
-			for j, a := range c.cands {
+			as := make([]history.Attempt, len(keep))
+			cands := make([]*history.Attempt, len(keep))
+			for j, a := range keep {
 				b := &as[j]
 				b.Op, b.Intent, b.Method, b.Path, b.Status = a.Op, strings.Clone(a.Intent), d.str(a.Method), d.str(a.Path), a.Status
 				for _, h := range a.RespHeaders {
@@ -248,11 +257,36 @@ func (d *detacher) result(r Result) Result {
 				}
 				cands[j] = b
 			}
-			stripped[i] = strippedCandidates{s, cands}
+			stripped = append(stripped, strippedCandidates{s, cands})
 		}
 		r.t.stripped = stripped
 	}
 	return r
+}
+
+// safeReplay says whether a marked replay can never be judged stripped by
+// the merge, whatever the other parts hold: it carries every header that
+// all of this part's first-hand successes of its endpoint carried, and a
+// header all successes of the whole history carried is among those. Most
+// replays of a clean history are safe; a busy trace has millions of them,
+// which would otherwise wait in memory for the merge. (One case differs
+// from the whole-history check: a response that repeats a header counts it
+// twice in the tallies, so "all successes carried it" can hold over the
+// whole history while a success here lacked it; HTTP headers sent twice
+// under one name are rare enough to take that.)
+func safeReplay(a *history.Attempt, local map[endpoint]*endpointTally) bool {
+	t := local[endpoint{a.Method, a.Path, a.Status}]
+	if t == nil || t.n == 0 {
+		return false // no success here to bound what the others require
+	}
+	for h, n := range t.headers {
+		if n == t.n {
+			if _, ok := a.RespHeaders.Get(h); !ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // keeps says whether replay-identical may compare the named header on a
