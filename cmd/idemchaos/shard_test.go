@@ -82,6 +82,11 @@ func TestShard_MergeEqualsUnsharded(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	for i := range outs {
+		if len(outs[i]) == 0 {
+			t.Fatalf("process %d (0: unsharded) printed no report: exit %d\n%s", i, codes[i], errs[i])
+		}
+	}
 	whole := decodeReport(t, outs[0])
 	if codes[0] != ExitViolation || len(whole.Runs) != 6 {
 		t.Fatalf("unsharded: exit %d, %d runs; want 1, 6\n%s", codes[0], len(whole.Runs), errs[0])
