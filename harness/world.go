@@ -219,13 +219,26 @@ func (w *world) Purge(ctx context.Context) error {
 		if err == nil || died == nil || try == 3 {
 			return err
 		}
+		// A service that crashed at a failpoint is dead before its exit
+		// is reaped: a purge refused then is the crash, not an answer.
+		// Wait a moment for the exit to show; a live service that
+		// refused the purge keeps its error.
+		t := time.NewTimer(exitShows)
 		select {
 		case <-died: // it crashed under the purge: ask its next incarnation
-		default:
+			t.Stop()
+		case <-t.C:
+			return err
+		case <-ctx.Done():
+			t.Stop()
 			return err
 		}
 	}
 }
+
+// exitShows bounds how long a failed purge waits for the service's exit to
+// be reaped before it takes the failure as the service's answer.
+const exitShows = 2 * time.Second
 
 // upWaiter is a process handle that can tell when it is up again.
 type upWaiter interface {

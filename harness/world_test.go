@@ -32,6 +32,12 @@ faults:
 		}
 	}
 	if len(purged) == 0 || purged[0] < restarted[0].NS {
+		for _, f := range o.History.Faults {
+			t.Logf("fault %s %s op %d at %d: %s", f.Kind, f.Action, f.Op, f.NS, f.Detail)
+		}
+		for _, a := range o.History.Attempts {
+			t.Logf("attempt op %d #%d status %d error %q", a.Op, a.Number, a.Status, a.Error)
+		}
 		t.Fatalf("purges at %v, restart done at %d: want a purge after the restart", purged, restarted[0].NS)
 	}
 	for _, a := range o.History.Attempts {
