@@ -253,12 +253,7 @@ func (a all) checkIndex(ix *index) Result {
 		} else {
 			p = c.Check(h, effects)
 		}
-		r.Results = append(r.Results, p)
-		r.Violations = append(r.Violations, p.Violations...)
-		r.Checked += p.Checked
-		if p.Verdict > r.Verdict {
-			r.Verdict = p.Verdict
-		}
+		r.addPart(p)
 	}
 	return r
 }

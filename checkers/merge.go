@@ -132,14 +132,20 @@ func Combine(parts ...Result) Result {
 	}
 	r := Result{Name: strings.Join(names, "+")}
 	for _, p := range parts {
-		r.Results = append(r.Results, p)
-		r.Violations = append(r.Violations, p.Violations...)
-		r.Checked += p.Checked
-		if p.Verdict > r.Verdict {
-			r.Verdict = p.Verdict
-		}
+		r.addPart(p)
 	}
 	return r
+}
+
+// addPart adds one checker's result to a composite: its violations and
+// counts join the whole, and the worst verdict wins.
+func (r *Result) addPart(p Result) {
+	r.Results = append(r.Results, p)
+	r.Violations = append(r.Violations, p.Violations...)
+	r.Checked += p.Checked
+	if p.Verdict > r.Verdict {
+		r.Verdict = p.Verdict
+	}
 }
 
 // Leaves returns the results of the single checkers in r: its parts when r

@@ -48,16 +48,10 @@ func (s *scanner) str(i int) (tok, int, bool) {
 	// Keys and most values are short: a plain loop beats a search call.
 	// It steps over each escape, so a JSON body held as a string (an
 	// escape at every quote) is one pass too.
-	j := t.start
-	for n := min(len(line), j+shortStr); j < n; j++ {
-		switch line[j] {
-		case '\\':
-			t.esc = true
-			j++
-		case '"':
-			t.end = j
-			return t, j + 1, true
-		}
+	j, found := stepString(line, t.start, min(len(line), t.start+shortStr), &t.esc)
+	if found {
+		t.end = j
+		return t, j + 1, true
 	}
 	if !t.esc && j < len(line) {
 		q := bytes.IndexByte(line[j:], '"')
@@ -71,17 +65,27 @@ func (s *scanner) str(i int) (tok, int, bool) {
 		}
 		j = t.start // an escaped quote: the plain loop again
 	}
-	for ; j < len(line); j++ {
-		switch line[j] {
-		case '\\':
-			t.esc = true
-			j++
-		case '"':
-			t.end = j
-			return t, j + 1, true
-		}
+	if j, found = stepString(line, j, len(line), &t.esc); found {
+		t.end = j
+		return t, j + 1, true
 	}
 	return t, 0, false
+}
+
+// stepString walks line[j:n] inside a string, stepping over each escape
+// (and noting it in esc): it returns the closing quote's index and true,
+// or where it stopped and false.
+func stepString(line []byte, j, n int, esc *bool) (int, bool) {
+	for ; j < n; j++ {
+		switch line[j] {
+		case '\\':
+			*esc = true
+			j++
+		case '"':
+			return j, true
+		}
+	}
+	return j, false
 }
 
 // strText scans the string that opens at i as [scanner.str] does and
