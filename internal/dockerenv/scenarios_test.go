@@ -102,7 +102,18 @@ func TestDocker_UserServiceImage(t *testing.T) {
 	countFired(fired, o.History)
 	assert.Positive(t, fired["response-drop"], "responses were dropped by the proxy in front of the container")
 
-	buggy, err := r.Run(ctx, scenario("1"), harness.RunOptions{Seed: 1})
-	require.NoError(t, err)
-	assert.NotEmpty(t, buggy.Caught(), "the buggy ordersvc is caught (verdict %s)", buggy.Verdict())
+	// check-then-insert is a race: on a loaded machine the double click's
+	// copies can be served one after another, so a seed may not provoke
+	// it. The gate's promise is a catch within a few seeds, as the bench
+	// measures it; five are allowed here.
+	var verdicts []string
+	for seed := int64(1); seed <= 5; seed++ {
+		buggy, err := r.Run(ctx, scenario("1"), harness.RunOptions{Seed: seed})
+		require.NoError(t, err)
+		if len(buggy.Caught()) > 0 {
+			return
+		}
+		verdicts = append(verdicts, buggy.Verdict().String())
+	}
+	t.Errorf("the buggy ordersvc is caught within 5 seeds (verdicts %v)", verdicts)
 }
