@@ -51,12 +51,24 @@ func TestEnv_StandbyStreamsProxiesForwardAndCloseRemovesEverything(t *testing.T)
 	_, err = conn.Exec(ctx, "CREATE TABLE t (v int); INSERT INTO t VALUES (42)")
 	require.NoError(t, err)
 	_ = conn.Close(ctx)
-	sb, err := pgx.Connect(ctx, "postgres://postgres@"+e.Standby().HostAddr()+"/shop?sslmode=disable")
-	require.NoError(t, err)
-	defer sb.Close(ctx)
+	// The standby has the database only once it has replayed its
+	// creation: connecting is part of what is waited for.
+	var sb *pgx.Conn
+	defer func() {
+		if sb != nil {
+			_ = sb.Close(ctx)
+		}
+	}()
 	var v int
-	require.Eventually(t, func() bool { return sb.QueryRow(ctx, "SELECT v FROM t").Scan(&v) == nil }, 30*time.Second, 20*time.Millisecond,
-		"the standby replays the primary's WAL")
+	require.Eventually(t, func() bool {
+		if sb == nil {
+			if sb, err = pgx.Connect(ctx, "postgres://postgres@"+e.Standby().HostAddr()+"/shop?sslmode=disable"); err != nil {
+				sb = nil
+				return false
+			}
+		}
+		return sb.QueryRow(ctx, "SELECT v FROM t").Scan(&v) == nil
+	}, 30*time.Second, 20*time.Millisecond, "the standby replays the primary's WAL")
 	assert.Equal(t, 42, v)
 	var inRecovery bool
 	require.NoError(t, sb.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&inRecovery))
