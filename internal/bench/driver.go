@@ -42,6 +42,11 @@ type DriverResult struct {
 	// or vegeta) plus, for wrk, wrk's own. Unlike the rates, these do not
 	// depend on how much of a shared machine each workload was given.
 	WrkCPU, WrkProxyCPU, DriverCPU, DriverProxyCPU, VegetaCPU, VegetaProxyCPU Summary
+	// ServerCPU and ServerProxyCPU are this process's CPU per request while
+	// wrk (another process) was the client: the handler's cost, and the
+	// proxy's. Every in-process client pays it on top of its own, so it
+	// bounds the ratio any in-process client can reach over vegeta.
+	ServerCPU, ServerProxyCPU Summary
 }
 
 // cpuTime is the user+system CPU time this process has used.
@@ -101,6 +106,7 @@ func (b *bench) driver(ctx context.Context) error {
 	intents := benchIntents(int(b.opts.Slice.Seconds()*80_000) + 10_000)
 
 	// Each workload returns its rate and its CPU per request.
+	var srvD, srvP []float64
 	runWrk := func(target string) (float64, float64, error) {
 		secs := max(1, int(b.opts.Slice.Round(time.Second).Seconds()))
 		cmd := exec.CommandContext(ctx, wrk, "-t", strconv.Itoa(threads), "-c", strconv.Itoa(b.opts.Concurrency),
@@ -111,6 +117,7 @@ func (b *bench) driver(ctx context.Context) error {
 		if err != nil {
 			return 0, 0, fmt.Errorf("wrk: %w\n%s", err, out)
 		}
+		server := cpu
 		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		if strings.Contains(string(out), "Non-2xx") || strings.Contains(string(out), "Socket errors") {
 			return 0, 0, fmt.Errorf("wrk saw errors:\n%s", out)
@@ -124,6 +131,11 @@ func (b *bench) driver(ctx context.Context) error {
 			return 0, 0, err
 		}
 		r, err := strconv.ParseFloat(string(m[1]), 64)
+		if target == addr {
+			srvD = append(srvD, perRequest(server, n))
+		} else {
+			srvP = append(srvP, perRequest(server, n))
+		}
 		return r, perRequest(cpu, n), err
 	}
 	var histBytes, histReqs float64
@@ -198,6 +210,7 @@ func (b *bench) driver(ctx context.Context) error {
 		res.Vegeta, res.VegetaProxy = Summarize(vegD), Summarize(vegP)
 		res.WrkCPU, res.WrkProxyCPU, res.DriverCPU, res.DriverProxyCPU = Summarize(wrkDC), Summarize(wrkPC), Summarize(drvDC), Summarize(drvPC)
 		res.VegetaCPU, res.VegetaProxyCPU = Summarize(vegDC), Summarize(vegPC)
+		res.ServerCPU, res.ServerProxyCPU = Summarize(srvD), Summarize(srvP)
 		if histReqs > 0 {
 			res.HistoryBytesPerRequest = histBytes / histReqs
 		}

@@ -365,6 +365,19 @@ func (r *Report) driverMD(p printer) {
 			p("| %s | %s | %s | %s | %s | %s |", c.path, us(c.wrk), us(c.veg), us(c.drv), over(c.wrk), over(c.veg))
 		}
 		p("")
+		if d.ServerCPU.N > 0 && d.ServerProxyCPU.N > 0 {
+			// The handler (and proxy) run in this process whichever client
+			// drives them: a client costing nothing would still pay them.
+			p("This process's own CPU while wrk drove it (the handler; through the proxy, the handler and the proxy): %.1f µs "+
+				"per request direct, %.1f through the proxy. Every in-process client pays it on top of its own cost, so on a CPU-bound "+
+				"machine a client that cost nothing would reach at most %s vegeta's rate direct and %s through the proxy; the driver's "+
+				"own cost (its CPU less the handler's) is %.1f µs direct and %.1f through the proxy, vegeta's %.1f and %.1f.",
+				d.ServerCPU.Median, d.ServerProxyCPU.Median, ratio(d.VegetaCPU.Median, d.ServerCPU.Median),
+				ratio(d.VegetaProxyCPU.Median, d.ServerProxyCPU.Median),
+				d.DriverCPU.Median-d.ServerCPU.Median, d.DriverProxyCPU.Median-d.ServerProxyCPU.Median,
+				d.VegetaCPU.Median-d.ServerCPU.Median, d.VegetaProxyCPU.Median-d.ServerProxyCPU.Median)
+			p("")
+		}
 	}
 }
 
