@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/internal/env"
+	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/proc"
 	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
@@ -182,5 +183,5 @@ func moveOrigin(u, from, to string) (string, bool) {
 }
 
 func origin(u *url.URL) string {
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(env.HostPort(u))
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(netaddr.HostPort(u))
 }
