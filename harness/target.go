@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -66,7 +65,7 @@ func startReference(ctx context.Context, local *env.Local, spec scenarios.Refere
 		return nil, err
 	}
 	t := &target{dsn: dsn, dbProxy: env.DatabaseProxy, tokens: tokens, debugURL: map[string]string{}}
-	port, err := freePort()
+	port, err := netaddr.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +93,7 @@ func startReference(ctx context.Context, local *env.Local, spec scenarios.Refere
 	}
 	t.debugURL["service"] = t.serviceURL
 	if spec.Consumer || mu.Consumer {
-		cport, err := freePort()
+		cport, err := netaddr.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -153,15 +152,6 @@ func dbProxyName(ext *env.External) string {
 		return ""
 	}
 	return env.DatabaseProxy
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // debugClient talks to failpoint and purge endpoints: loopback, short.

@@ -18,6 +18,7 @@ import (
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
 
+	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/proxy"
 )
 
@@ -600,7 +601,7 @@ func bindPorts(opts *dockertest.RunOptions, spec ContainerSpec) (string, map[int
 		ports = append([]int{spec.Port}, ports...)
 	}
 	for i, cp := range ports {
-		port, err := freePort()
+		port, err := netaddr.FreePort()
 		if err != nil {
 			return "", nil, err
 		}

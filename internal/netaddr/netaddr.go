@@ -1,7 +1,7 @@
-// Package netaddr holds the address helpers several layers share: the
-// address a URL connects to. It imports nothing of the module, so the
-// command, the harness and the infrastructure can all use the one
-// implementation.
+// Package netaddr holds the two address helpers several layers share: the
+// address a URL connects to, and a free loopback port. It imports nothing
+// of the module, so the command, the harness and the infrastructure can
+// all use the one implementation.
 package netaddr
 
 import (
@@ -20,4 +20,16 @@ func HostPort(u *url.URL) string {
 		return net.JoinHostPort(u.Hostname(), "443")
 	}
 	return net.JoinHostPort(u.Hostname(), "80")
+}
+
+// FreePort asks the kernel for a free loopback TCP port. The port is free
+// when FreePort returns, not reserved: a caller that starts a server on it
+// must be ready to retry when another process took it meanwhile.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -1,7 +1,9 @@
 package netaddr_test
 
 import (
+	"net"
 	"net/url"
+	"strconv"
 	"testing"
 
 	"github.com/idemchaos/idemchaos/internal/netaddr"
@@ -25,4 +27,21 @@ func TestHostPort(t *testing.T) {
 			t.Errorf("HostPort(%s) = %s, want %s", raw, got, want)
 		}
 	}
+}
+
+// The port is a real loopback port nobody holds: a server can listen on it.
+func TestFreePort(t *testing.T) {
+	t.Parallel()
+	port, err := netaddr.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if port <= 0 || port > 65535 {
+		t.Fatalf("port %d", port)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatalf("listen on the free port: %v", err)
+	}
+	_ = ln.Close()
 }
