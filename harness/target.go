@@ -16,6 +16,7 @@ import (
 	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/proc"
+	"github.com/idemchaos/idemchaos/internal/proxy"
 	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -47,6 +48,18 @@ type target struct {
 func (t *target) hasConsumer() bool { return t.consumer != nil || t.procs["consumer"] != nil }
 
 var targetSeq atomic.Int64
+
+// expose puts the service proxy of database db in front of upstream: the
+// driver's way to the service (clientURL), where the service faults act.
+func (t *target) expose(ctx context.Context, px proxy.Server, db, upstream string) error {
+	t.svcProxy = "svc-" + db
+	listen, err := px.CreateProxy(ctx, t.svcProxy, "", upstream)
+	if err != nil {
+		return err
+	}
+	t.clientURL = "http://" + listen
+	return nil
+}
 
 // startReference starts a fresh reference service (and consumer) with its
 // own database in the local environment: every run starts from nothing.
@@ -106,12 +119,9 @@ func startReference(ctx context.Context, local *env.Local, spec scenarios.Refere
 		}
 		t.debugURL["consumer"] = "http://" + caddr
 	}
-	t.svcProxy = "svc-" + db
-	listen, err := local.Proxies().CreateProxy(ctx, t.svcProxy, "", addr)
-	if err != nil {
+	if err := t.expose(ctx, local.Proxies(), db, addr); err != nil {
 		return nil, fmt.Errorf("reference target: %w", err)
 	}
-	t.clientURL = "http://" + listen
 	t.close = func(ctx context.Context) error {
 		errs := []error{local.Proxies().RemoveProxy(ctx, t.svcProxy)}
 		for _, p := range []*proc.Process{t.service, t.consumer} {
