@@ -251,12 +251,9 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 	if con != nil {
 		t.debugURL["consumer"], t.procs["consumer"] = "http://"+con.HostAddr(), con
 	}
-	t.svcProxy = "svc-" + db
-	listen, err := d.env.Proxies().CreateProxy(ctx, t.svcProxy, "", t.upstream)
-	if err != nil {
+	if err := t.expose(ctx, d.env.Proxies(), db, t.upstream); err != nil {
 		return fail(err)
 	}
-	t.clientURL = "http://" + listen
 	return t, nil
 }
 
@@ -321,12 +318,9 @@ func (d *DockerEnv) startImage(ctx context.Context, tgt scenarios.Target, tokens
 	}
 	t.serviceURL, t.upstream = "http://"+c.HostAddr(), c.NetAddr(port)
 	t.procs["service"] = d.gated(c, t)
-	t.svcProxy = "svc-" + db
-	listen, err := d.env.Proxies().CreateProxy(ctx, t.svcProxy, "", t.upstream)
-	if err != nil {
+	if err := t.expose(ctx, d.env.Proxies(), db, t.upstream); err != nil {
 		return fail(err)
 	}
-	t.clientURL = "http://" + listen
 	return t, nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/internal/env"
+	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -148,7 +149,7 @@ func checkOracleHosts(ctx context.Context, opts OpenOptions) error {
 		if err != nil || u.Host == "" {
 			return fmt.Errorf("%s: effects.url %q: want http(s)://host[:port]/path", s.Name, s.Effects.URL)
 		}
-		if _, err := env.ResolveLoopback(ctx, opts.Resolver, env.HostPort(u), "effects.url"); err != nil {
+		if _, err := env.ResolveLoopback(ctx, opts.Resolver, netaddr.HostPort(u), "effects.url"); err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
 		}
 	}

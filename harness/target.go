@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,7 +14,9 @@ import (
 
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/internal/env"
+	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/proc"
+	"github.com/idemchaos/idemchaos/internal/proxy"
 	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -48,6 +49,18 @@ func (t *target) hasConsumer() bool { return t.consumer != nil || t.procs["consu
 
 var targetSeq atomic.Int64
 
+// expose puts the service proxy of database db in front of upstream: the
+// driver's way to the service (clientURL), where the service faults act.
+func (t *target) expose(ctx context.Context, px proxy.Server, db, upstream string) error {
+	t.svcProxy = "svc-" + db
+	listen, err := px.CreateProxy(ctx, t.svcProxy, "", upstream)
+	if err != nil {
+		return err
+	}
+	t.clientURL = "http://" + listen
+	return nil
+}
+
 // startReference starts a fresh reference service (and consumer) with its
 // own database in the local environment: every run starts from nothing.
 func startReference(ctx context.Context, local *env.Local, spec scenarios.ReferenceTarget, mutant string, tokens map[string]string) (*target, error) {
@@ -65,7 +78,7 @@ func startReference(ctx context.Context, local *env.Local, spec scenarios.Refere
 		return nil, err
 	}
 	t := &target{dsn: dsn, dbProxy: env.DatabaseProxy, tokens: tokens, debugURL: map[string]string{}}
-	port, err := freePort()
+	port, err := netaddr.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +106,7 @@ func startReference(ctx context.Context, local *env.Local, spec scenarios.Refere
 	}
 	t.debugURL["service"] = t.serviceURL
 	if spec.Consumer || mu.Consumer {
-		cport, err := freePort()
+		cport, err := netaddr.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -106,12 +119,9 @@ func startReference(ctx context.Context, local *env.Local, spec scenarios.Refere
 		}
 		t.debugURL["consumer"] = "http://" + caddr
 	}
-	t.svcProxy = "svc-" + db
-	listen, err := local.Proxies().CreateProxy(ctx, t.svcProxy, "", addr)
-	if err != nil {
+	if err := t.expose(ctx, local.Proxies(), db, addr); err != nil {
 		return nil, fmt.Errorf("reference target: %w", err)
 	}
-	t.clientURL = "http://" + listen
 	t.close = func(ctx context.Context) error {
 		errs := []error{local.Proxies().RemoveProxy(ctx, t.svcProxy)}
 		for _, p := range []*proc.Process{t.service, t.consumer} {
@@ -154,15 +164,6 @@ func dbProxyName(ext *env.External) string {
 	return env.DatabaseProxy
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // debugClient talks to failpoint and purge endpoints: loopback, short.
 // No keep-alive: services come and go on reused ports, and a POST on a
 // stale pooled connection to a dead one fails instead of reaching the new.
@@ -182,5 +183,5 @@ func moveOrigin(u, from, to string) (string, bool) {
 }
 
 func origin(u *url.URL) string {
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(env.HostPort(u))
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(netaddr.HostPort(u))
 }

@@ -42,26 +42,12 @@ func TestCheck_PartitionFlags(t *testing.T) {
 	malformed := filepath.Join(dir, "malformed.jsonl")
 	os.WriteFile(malformed, []byte(`{"type":"meta","v":1}`+"\n"+`{"type":"invoke","op":1,"key":"a","ns":1}`+"\n"+`{"type":"ok","op":"7"}`+"\n"), 0o644)
 	clean := "../../testdata/examples/response-drop-clean.jsonl"
-	cases := map[string]struct {
-		args   []string
-		code   int
-		stdout string
-		stderr string
-	}{
+	runCLICases(t, map[string]cliCase{
 		"one of two":    {[]string{"check", "--partition", "1/2", clean}, 0, "PASS", ""},
 		"bad partition": {[]string{"check", "--partition", "2/2", clean}, 3, "", `--partition "2/2"`},
 		"disagree":      {[]string{"check", "--partition", "0/2", "--partitions", "3", clean}, 3, "", "disagree"},
 		"malformed":     {[]string{"check", "--partitions", "4", malformed}, 3, "", "malformed.jsonl:3: \"op\" must be an integer, got string"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			code, out, errs := runMain(t, tc.args...)
-			if code != tc.code || !strings.Contains(out, tc.stdout) || !strings.Contains(errs, tc.stderr) {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errs)
-			}
-		})
-	}
+	})
 }
 
 // shares runs check --partition i/n --json FILES for every i and writes each

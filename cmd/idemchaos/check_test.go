@@ -15,12 +15,7 @@ func TestCheck_ExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	malformed := filepath.Join(dir, "malformed.jsonl")
 	os.WriteFile(malformed, []byte(`{"type":"meta","v":1}`+"\n"+`{"type":"ok","op":"7"}`+"\n"), 0o644)
-	cases := map[string]struct {
-		args   []string
-		code   int
-		stdout string
-		stderr string
-	}{
+	runCLICases(t, map[string]cliCase{
 		"clean":         {[]string{"check", "../../testdata/examples/response-drop-clean.jsonl"}, 0, "PASS", ""},
 		"violation":     {[]string{"check", "../../testdata/examples/response-drop-duplicate.jsonl"}, 1, "produced 2 order effects", ""},
 		"inconclusive":  {[]string{"check", "../../testdata/histories/exactly-once/no-effects-recorded-unknown.jsonl"}, 2, "UNKNOWN", ""},
@@ -31,7 +26,22 @@ func TestCheck_ExitCodes(t *testing.T) {
 		"bad profile":   {[]string{"check", "--profile", "paypal", "../../testdata/examples/response-drop-clean.jsonl"}, 3, "", "unknown contract profile"},
 		"one invariant": {[]string{"check", "--invariant", "replay-identical", "../../testdata/examples/response-drop-duplicate.jsonl"}, 0, "replay-identical", ""},
 		"worst verdict": {[]string{"check", "../../testdata/examples/response-drop-clean.jsonl", "../../testdata/examples/response-drop-duplicate.jsonl"}, 1, "PASS", ""},
-	}
+	})
+}
+
+// cliCase is one command line and what it must do: exit with code and
+// print stdout and stderr (substrings; "" matches anything).
+type cliCase struct {
+	args   []string
+	code   int
+	stdout string
+	stderr string
+}
+
+// runCLICases runs each case through [Main] in parallel. An input error
+// (exit 3) must also be one line.
+func runCLICases(t *testing.T, cases map[string]cliCase) {
+	t.Helper()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -97,12 +107,7 @@ func TestMain_ExitErrorCarriesItsCode(t *testing.T) {
 func TestCheck_Contract(t *testing.T) {
 	t.Parallel()
 	const h = "../../testdata/histories/"
-	cases := map[string]struct {
-		args   []string
-		code   int
-		stdout string
-		stderr string
-	}{
+	runCLICases(t, map[string]cliCase{
 		"meta canonical":        {[]string{"check", h + "replay-identical/canonical-reordered-replayed-ok.jsonl"}, 0, "PASS", ""},
 		"flag strict overrides": {[]string{"check", "--fingerprint", "strict", h + "replay-identical/canonical-reordered-replayed-ok.jsonl"}, 1, "contract says strict", ""},
 		"ietf by default":       {[]string{"check", h + "reuse-rejected/stripe-reuse-422-bad.jsonl"}, 0, "PASS", ""},
@@ -114,14 +119,5 @@ func TestCheck_Contract(t *testing.T) {
 		"budget runs out":       {[]string{"check", "--max-time", "1ns", "../../testdata/examples/response-drop-clean.jsonl"}, 2, "time budget (--max-time 1ns) ran out", ""},
 		"headers only listed":   {[]string{"check", "--headers", "Content-Type", h + "replay-identical/location-dropped-by-default-bad.jsonl"}, 0, "PASS", ""},
 		"headers by default":    {[]string{"check", h + "replay-identical/location-dropped-by-default-bad.jsonl"}, 1, "no Location header", ""},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			code, out, errs := runMain(t, tc.args...)
-			if code != tc.code || !strings.Contains(out, tc.stdout) || !strings.Contains(errs, tc.stderr) {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errs)
-			}
-		})
-	}
+	})
 }

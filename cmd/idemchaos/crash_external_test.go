@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -125,19 +124,9 @@ hooks:
 			if fired != 1 || healed != 1 {
 				t.Errorf("crash events: %d fire, %d heal; want 1 and 1", fired, healed)
 			}
-			var rep struct {
-				Runs []struct {
-					Steps []struct {
-						Invariants []struct {
-							Name    string `json:"name"`
-							Verdict string `json:"verdict"`
-							Checked int    `json:"checked"`
-						} `json:"invariants"`
-					} `json:"steps"`
-				} `json:"runs"`
-			}
-			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Runs) != 1 || len(rep.Runs[0].Steps) != 1 {
-				t.Fatalf("report: %v\n%s", err, stdout)
+			rep := decodeReport(t, []byte(stdout))
+			if len(rep.Runs) != 1 || len(rep.Runs[0].Steps) != 1 {
+				t.Fatalf("report: %d runs, want 1 of one step\n%s", len(rep.Runs), stdout)
 			}
 			for _, iv := range rep.Runs[0].Steps[0].Invariants {
 				if iv.Verdict != "pass" || iv.Checked == 0 {

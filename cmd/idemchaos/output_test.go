@@ -213,11 +213,9 @@ func TestRun_PassingHistoriesArePruned(t *testing.T) {
 	if code != ExitClean {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	var rep struct {
-		Runs []struct{ History string } `json:"runs"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Runs) != 1 {
-		t.Fatalf("JSON: %v\n%s", err, stdout)
+	rep := decodeReport(t, []byte(stdout))
+	if len(rep.Runs) != 1 {
+		t.Fatalf("JSON: %d runs, want 1\n%s", len(rep.Runs), stdout)
 	}
 	if filepath.Dir(rep.Runs[0].History) != passedDir() {
 		t.Errorf("history %s, want it in %s", rep.Runs[0].History, passedDir())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/recorder"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -92,7 +93,7 @@ func (m *Main) runRecord(cmd *cobra.Command, f recordFlags) error {
 	if !f.allowRemote {
 		// run's rule: every address a name resolves to must be loopback,
 		// and traffic goes to the address checked, not to a later lookup.
-		addr, err := harness.ResolveLoopback(cmd.Context(), withPort(up), "--upstream")
+		addr, err := harness.ResolveLoopback(cmd.Context(), netaddr.HostPort(up), "--upstream")
 		if err != nil {
 			return usageError(fmt.Errorf("record: %w", err))
 		}
@@ -173,15 +174,4 @@ loop:
 	}
 	fmt.Fprintf(errw, "check it: idemchaos check --effects SCENARIO.yaml %s\n", f.historyFile)
 	return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("interrupted: history kept: %s", f.historyFile)}
-}
-
-// withPort is the URL's host:port, the scheme's default port filled in.
-func withPort(u *url.URL) string {
-	if u.Port() != "" {
-		return u.Host
-	}
-	if u.Scheme == "https" {
-		return net.JoinHostPort(u.Hostname(), "443")
-	}
-	return net.JoinHostPort(u.Hostname(), "80")
 }

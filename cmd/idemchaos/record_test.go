@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -239,21 +238,7 @@ func TestRecord_DoubleClicksOnOrdersvcCaughtByCheck(t *testing.T) {
 			if code != c.code {
 				t.Fatalf("check --effects: exit %d, want %d\n%s\n%s", code, c.code, out, errs)
 			}
-			var rep struct {
-				Runs []struct {
-					Steps []struct {
-						Invariants []struct {
-							Name       string            `json:"name"`
-							Verdict    string            `json:"verdict"`
-							Violations []json.RawMessage `json:"violations"`
-						} `json:"invariants"`
-					} `json:"steps"`
-				} `json:"runs"`
-			}
-			if err := json.Unmarshal([]byte(out), &rep); err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-			inv := rep.Runs[0].Steps[0].Invariants[0]
+			inv := decodeReport(t, []byte(out)).Runs[0].Steps[0].Invariants[0]
 			t.Logf("exactly-once: %s, %d violating keys", inv.Verdict, len(inv.Violations))
 			if c.buggy && (inv.Name != "exactly-once" || len(inv.Violations) == 0) {
 				t.Errorf("buggy: %s %s with %d violations, want exactly-once violated", inv.Name, inv.Verdict, len(inv.Violations))

@@ -18,6 +18,8 @@ import (
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
 
+	"github.com/idemchaos/idemchaos/internal/netaddr"
+	"github.com/idemchaos/idemchaos/internal/pgcluster"
 	"github.com/idemchaos/idemchaos/internal/proxy"
 )
 
@@ -536,7 +538,8 @@ func (e *Env) CreateDatabase(ctx context.Context, db string) error {
 }
 
 // SetApplyDelay changes the standby's recovery_min_apply_delay at run time
-// (ALTER SYSTEM, then pg_reload_conf), as the local standby does.
+// (ALTER SYSTEM, then pg_reload_conf), as the local standby does; unlike
+// it, it does not wait for the reload to take effect.
 func (e *Env) SetApplyDelay(ctx context.Context, d time.Duration) error {
 	if e.standby == nil {
 		return errors.New("set apply delay: no standby")
@@ -546,14 +549,7 @@ func (e *Env) SetApplyDelay(ctx context.Context, d time.Duration) error {
 		return fmt.Errorf("set apply delay: connect: %w", err)
 	}
 	defer conn.Close(context.Background())
-	want := fmt.Sprintf("%dms", d.Milliseconds())
-	if _, err := conn.Exec(ctx, "ALTER SYSTEM SET recovery_min_apply_delay = '"+want+"'", pgx.QueryExecModeSimpleProtocol); err != nil {
-		return fmt.Errorf("set apply delay: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()", pgx.QueryExecModeSimpleProtocol); err != nil {
-		return fmt.Errorf("set apply delay: reload: %w", err)
-	}
-	return nil
+	return pgcluster.ApplyDelay(ctx, conn, d)
 }
 
 // Close removes every container and the network. It is idempotent.
@@ -600,7 +596,7 @@ func bindPorts(opts *dockertest.RunOptions, spec ContainerSpec) (string, map[int
 		ports = append([]int{spec.Port}, ports...)
 	}
 	for i, cp := range ports {
-		port, err := freePort()
+		port, err := netaddr.FreePort()
 		if err != nil {
 			return "", nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/proxy"
 )
 
@@ -71,7 +72,7 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 	}
 	// Refuse before sending a single packet anywhere, and from then on
 	// connect to the addresses checked, never to the name again.
-	svcAddrs, err := checked(ctx, cfg, HostPort(target), "--target")
+	svcAddrs, err := checked(ctx, cfg, netaddr.HostPort(target), "--target")
 	if err != nil {
 		return nil, fmt.Errorf("external env: %w", err)
 	}
@@ -81,7 +82,7 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 			return nil, fmt.Errorf("external env: %w", err)
 		}
 	}
-	serviceAddr, err := reachable(ctx, cfg, HostPort(target), svcAddrs)
+	serviceAddr, err := reachable(ctx, cfg, netaddr.HostPort(target), svcAddrs)
 	if err != nil {
 		return nil, fmt.Errorf("external env: %w", err)
 	}
@@ -145,18 +146,6 @@ func reachable(ctx context.Context, cfg ExternalConfig, addr string, addrs []str
 		ur.Addr = addr
 	}
 	return "", first
-}
-
-// HostPort is the URL's host:port with the scheme's default port filled in
-// (443 for https, 80 otherwise): the address a request to u connects to.
-func HostPort(u *url.URL) string {
-	if u.Port() != "" {
-		return u.Host
-	}
-	if strings.EqualFold(u.Scheme, "https") {
-		return net.JoinHostPort(u.Hostname(), "443")
-	}
-	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 // Resolver looks up the addresses of a host name; [net.DefaultResolver]

@@ -18,7 +18,8 @@
 //     [Cluster.Port], [Cluster.CreateDatabase], [Cluster.DropDatabase],
 //     [Cluster.DataDir], [Cluster.PID], [Cluster.Close].
 //   - [Cluster.StartStandby], [Standby]: a hot standby; [Standby.DSN],
-//     [Standby.SetApplyDelay], [Standby.Close].
+//     [Standby.SetApplyDelay], [Standby.Close]; [ApplyDelay] on any
+//     standby's connection (the docker environment's too).
 //   - [FindBinDir]: where the Postgres server binaries are.
 //   - [ErrNoBinaries], [ErrClosed], [ErrExited], [ErrNoServerUser],
 //     [ErrSocketPathTooLong], [ErrNotTraversable].

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/runenv"
 )
 
@@ -67,9 +67,9 @@ func startServer(ctx context.Context, spec serverSpec) (*server, error) {
 	}
 	var lastErr error
 	for range maxPortAttempts {
-		port, err := freePort()
+		port, err := netaddr.FreePort()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("find free port: %w", err)
 		}
 		s, err := launch(spec, port)
 		if err != nil {
@@ -86,16 +86,6 @@ func startServer(ctx context.Context, spec serverSpec) (*server, error) {
 		}
 	}
 	return nil, lastErr
-}
-
-// freePort asks the kernel for a free loopback TCP port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // launch execs postgres. Port, socket directory and listen address go on the

@@ -129,12 +129,8 @@ func (s *Standby) SetApplyDelay(ctx context.Context, d time.Duration) error {
 		return fmt.Errorf("set apply delay: connect: %w", err)
 	}
 	defer conn.Close(context.Background())
-	want := fmt.Sprintf("%dms", d.Milliseconds())
-	if _, err := conn.Exec(ctx, "ALTER SYSTEM SET recovery_min_apply_delay = '"+want+"'", pgx.QueryExecModeSimpleProtocol); err != nil {
-		return fmt.Errorf("set apply delay: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()", pgx.QueryExecModeSimpleProtocol); err != nil {
-		return fmt.Errorf("set apply delay: reload: %w", err)
+	if err := ApplyDelay(ctx, conn, d); err != nil {
+		return err
 	}
 	// The reload is asynchronous; wait until this backend sees the new
 	// value, which it reads from the same files at the same signal as the
@@ -157,6 +153,21 @@ func (s *Standby) SetApplyDelay(ctx context.Context, d time.Duration) error {
 		case <-t.C:
 		}
 	}
+}
+
+// ApplyDelay sets recovery_min_apply_delay on the standby conn is
+// connected to: ALTER SYSTEM, then pg_reload_conf. The reload is
+// asynchronous: the new value may not be in effect yet when it returns
+// ([Standby.SetApplyDelay] waits for it).
+func ApplyDelay(ctx context.Context, conn *pgx.Conn, d time.Duration) error {
+	want := fmt.Sprintf("%dms", d.Milliseconds())
+	if _, err := conn.Exec(ctx, "ALTER SYSTEM SET recovery_min_apply_delay = '"+want+"'", pgx.QueryExecModeSimpleProtocol); err != nil {
+		return fmt.Errorf("set apply delay: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()", pgx.QueryExecModeSimpleProtocol); err != nil {
+		return fmt.Errorf("set apply delay: reload: %w", err)
+	}
+	return nil
 }
 
 // Close stops the standby (immediate shutdown) and removes its directory.

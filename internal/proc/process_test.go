@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/proc"
 	"github.com/idemchaos/idemchaos/internal/proctest"
 )
@@ -75,21 +76,14 @@ func supervise() {
 	select {}
 }
 
-// freePort returns a free loopback port.
-func freePort(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
 // startHTTP starts the helper service, stopped at cleanup.
 func startHTTP(tb testing.TB) (*proc.Process, string) {
 	tb.Helper()
-	port := freePort(tb)
+	n, err := netaddr.FreePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := strconv.Itoa(n)
 	base := "http://127.0.0.1:" + port
 	p, err := proc.Start(context.Background(), proc.Spec{
 		Path: os.Args[0], Args: []string{"-test.run=^$"},

@@ -22,21 +22,28 @@ func (s *scaffold) header(y *yamlText, file, what string) {
 	}
 }
 
-// main is the scenario of HTTP-level faults: lost responses, double
-// clicks, gateway timeouts and rate limits, key reuse, twins, tenants
-// sharing keys (and provider callbacks when the document has them).
-func (s *scaffold) main() File {
-	file := s.name + ".yaml"
-	y := &yamlText{}
-	s.header(y, file, "The faults here need nothing but HTTP: the run can start as soon as the effects block below reads your service's effects.")
-	y.line(0, "name: "+str(s.name), "")
-	y.line(0, "description: "+str(fmt.Sprintf("%s %s under lost responses, double clicks, gateway timeouts, key reuse and twins", s.o.method, s.o.path)), "")
+// begin writes what both scenarios open with, up to their traffic block:
+// the header, name and description, target, endpoint and contract.
+func (s *scaffold) begin(y *yamlText, file, what, name, description string) {
+	s.header(y, file, what)
+	y.line(0, "name: "+str(name), "")
+	y.line(0, "description: "+str(description), "")
 	y.blank()
 	s.writeTarget(y)
 	s.writeEndpoint(y)
 	s.writeContract(y)
 	y.blank()
 	y.line(0, "traffic:", "")
+}
+
+// main is the scenario of HTTP-level faults: lost responses, double
+// clicks, gateway timeouts and rate limits, key reuse, twins, tenants
+// sharing keys (and provider callbacks when the document has them).
+func (s *scaffold) main() File {
+	file := s.name + ".yaml"
+	y := &yamlText{}
+	s.begin(y, file, "The faults here need nothing but HTTP: the run can start as soon as the effects block below reads your service's effects.",
+		s.name, fmt.Sprintf("%s %s under lost responses, double clicks, gateway timeouts, key reuse and twins", s.o.method, s.o.path))
 	y.line(1, "intents: 12", "per step; each step below overrides what it needs")
 	y.line(1, "concurrency: 8", "")
 	if !s.ten.multi {
@@ -54,41 +61,37 @@ func (s *scaffold) main() File {
 	s.writeEffects(y)
 	y.blank()
 	y.line(0, "steps:", "")
-	step := func(name, why string) {
-		y.comment(1, why)
-		y.line(1, "- name: "+name, "")
-	}
-	step("lost-responses", "The service executes, the response is cut on its way back, the client retries with the same key: it must get the first response, byte for byte, and no second effect.")
+	y.step("lost-responses", "The service executes, the response is cut on its way back, the client retries with the same key: it must get the first response, byte for byte, and no second effect.")
 	y.line(2, "traffic: {intents: 16, duplicates: 0.25}", "a quarter of the intents are submitted again later, same key and body")
 	y.line(2, "faults:", "")
 	y.line(3, "- {kind: response-drop, when: {fraction: 0.5}}", "")
-	step("double-clicks", "Three copies of every request within 5ms: one effect per click; copies that arrive while the first runs get the in-flight status or the same answer. (With `run --db-addr`, the -infra file repeats this on a slow database, which widens every race window.)")
+	y.step("double-clicks", "Three copies of every request within 5ms: one effect per click; copies that arrive while the first runs get the in-flight status or the same answer. (With `run --db-addr`, the -infra file repeats this on a slow database, which widens every race window.)")
 	y.line(2, "traffic: {intents: 12, concurrency: 12, retry: {max_retry_after: 200ms}}", "")
 	y.line(2, "faults:", "")
 	y.line(3, "- {kind: double-click, params: {copies: 3, spread: 5ms}, when: {fraction: 1}}", "")
-	step("gateway-timeouts", "A gateway answers 504 after the service ran, and 429 before it did: the retries must be safe.")
+	y.step("gateway-timeouts", "A gateway answers 504 after the service ran, and 429 before it did: the retries must be safe.")
 	y.line(2, "faults:", "")
 	y.line(3, "- {kind: gateway-5xx, params: {status: 504}, when: {fraction: 0.5}}", "")
 	y.line(3, "- {kind: rate-limit, params: {retry_after: 0s}, when: {nth: 4}}", "")
 	if s.varying {
-		step("key-reuse", fmt.Sprintf("Some clients reuse a key with another payload: it must be rejected (%d), never executed, never answered with the first payload's response.", s.con.reuse))
+		y.step("key-reuse", fmt.Sprintf("Some clients reuse a key with another payload: it must be rejected (%d), never executed, never answered with the first payload's response.", s.con.reuse))
 		y.line(2, "traffic: {intents: 16, reuse: 0.4}", "")
 		y.line(2, "faults: []", "")
 	}
 	if s.o.method == "POST" && s.hasBody {
-		step("twins", "Two intents with byte-identical bodies and different keys are two effects: a service that deduplicates by body hash loses one.")
+		y.step("twins", "Two intents with byte-identical bodies and different keys are two effects: a service that deduplicates by body hash loses one.")
 		y.line(2, "traffic: {intents: 16, tenants: 1, collisions: 0.5}", "")
 		y.line(2, "faults: []", "")
 	} else {
 		y.comment(1, fmt.Sprintf("No twins step: two %s requests with the same body to one path are one state, not two effects.", s.o.method))
 	}
 	if s.ten.multi {
-		step("cross-tenant", "Tenants pick keys independently, so two tenants can send the same key: keys are scoped by tenant, and no tenant may receive another's response.")
+		y.step("cross-tenant", "Tenants pick keys independently, so two tenants can send the same key: keys are scoped by tenant, and no tenant may receive another's response.")
 		y.line(2, "traffic: {intents: 16, tenants: 3, shared_keys: 0.5}", "")
 		y.line(2, "faults: []", "")
 	}
 	if s.callback != nil {
-		step("callbacks", "The payment provider redelivers its callback for every order three times: one credit per order, never one per delivery. "+s.callback.why+"; the provider's token is a guess too (token: the demo default).")
+		y.step("callbacks", "The payment provider redelivers its callback for every order three times: one credit per order, never one per delivery. "+s.callback.why+"; the provider's token is a guess too (token: the demo default).")
 		y.line(2, "callbacks: {path: "+str(s.callback.path)+", deliveries: 3, spread: 20ms}", "")
 	}
 	return File{Name: file, Operation: s.o.id(), Text: y.String(), Notes: s.notes, Target: s.target}
@@ -102,15 +105,8 @@ func (s *scaffold) main() File {
 func (s *scaffold) infra() File {
 	file := s.name + "-infra.yaml"
 	y := &yamlText{}
-	s.header(y, file, "The faults here need control of your service's processes (hooks, below: fill them in first; until then the run stops at the first one with a message naming it) and, for slow-db, `run --db-addr HOST:PORT`. Delete the steps your service has no part for (no queue consumer, no replica).")
-	y.line(0, "name: "+str(s.name+"-infra"), "")
-	y.line(0, "description: "+str(fmt.Sprintf("%s %s under crashes, a consumer restart, late retries, a lagging replica and a slow database", s.o.method, s.o.path)), "")
-	y.blank()
-	s.writeTarget(y)
-	s.writeEndpoint(y)
-	s.writeContract(y)
-	y.blank()
-	y.line(0, "traffic:", "")
+	s.begin(y, file, "The faults here need control of your service's processes (hooks, below: fill them in first; until then the run stops at the first one with a message naming it) and, for slow-db, `run --db-addr HOST:PORT`. Delete the steps your service has no part for (no queue consumer, no replica).",
+		s.name+"-infra", fmt.Sprintf("%s %s under crashes, a consumer restart, late retries, a lagging replica and a slow database", s.o.method, s.o.path))
 	y.line(1, "intents: 8", "")
 	y.line(1, "concurrency: 4", "")
 	y.line(1, "spread: 300ms", "")
@@ -140,30 +136,26 @@ func (s *scaffold) infra() File {
 	hook("replica_delay", "a command that delays your replica by $DELAY_MS ms")
 	y.blank()
 	y.line(0, "steps:", "")
-	step := func(name, why string) {
-		y.comment(1, why)
-		y.line(1, "- name: "+name, "")
-	}
-	step("crash-mid-request", "SIGKILL while requests are in flight, then a restart: the retries must end with exactly one effect, and a key left 'processing' must be decided within the bound. (The point names where the reference dies; your service is killed by the hook at `at`.)")
+	y.step("crash-mid-request", "SIGKILL while requests are in flight, then a restart: the retries must end with exactly one effect, and a key left 'processing' must be decided within the bound. (The point names where the reference dies; your service is killed by the hook at `at`.)")
 	y.line(2, "faults:", "")
 	y.line(3, "- {kind: crash, params: {point: after-claim}, when: {at: 0s}}", "")
-	step("crash-after-ack", "SIGKILL right after a response: what was acknowledged must survive the restart.")
+	y.step("crash-after-ack", "SIGKILL right after a response: what was acknowledged must survive the restart.")
 	y.line(2, "faults:", "")
 	y.line(3, "- {kind: crash, params: {point: after-response-before-commit}, when: {at: 0s}}", "")
-	step("late-retries", "The first response is lost and the retry is held back past a purge of expired records: within the retry window it must still replay. Your retention must be longer than `after`.")
+	y.step("late-retries", "The first response is lost and the retry is held back past a purge of expired records: within the retry window it must still replay. Your retention must be longer than `after`.")
 	y.line(2, "traffic: {retry: {max_attempts: 3}, deadline: 20s}", "")
 	y.line(2, "faults:", "")
 	y.line(3, "- {kind: retention-expiry, params: {after: 1500ms}, when: {fraction: 1}}", "")
-	step("slow-database-double-clicks", "Three copies of every request while the database is slow: the race amplifier for a check-then-insert claim. Needs `run --db-addr HOST:PORT` (your service's database, proxied).")
+	y.step("slow-database-double-clicks", "Three copies of every request while the database is slow: the race amplifier for a check-then-insert claim. Needs `run --db-addr HOST:PORT` (your service's database, proxied).")
 	y.line(2, "traffic: {concurrency: 8, retry: {max_retry_after: 200ms}}", "")
 	y.line(2, "faults:", "")
 	y.line(3, "- {kind: double-click, params: {copies: 3, spread: 5ms}, when: {fraction: 1}}", "")
 	y.line(3, "- {kind: slow-db, params: {latency: 20ms}, when: {at: 0s}}", "")
-	step("lagging-replica", "A replica two seconds behind while every first response is lost: the idempotency lookup must read the primary. Delete this step if your service reads no replica.")
+	y.step("lagging-replica", "A replica two seconds behind while every first response is lost: the idempotency lookup must read the primary. Delete this step if your service reads no replica.")
 	y.line(2, "faults:", "")
 	y.line(3, "- {kind: replica-lag, params: {delay: 2s}, when: {at: 0s}}", "")
 	y.line(3, "- {kind: response-drop, when: {fraction: 1}}", "")
-	step("consumer-restart", "The queue consumer dies after its effect and before its ack; the redelivery must not produce a second effect. Delete this step if your service has no queue consumer.")
+	y.step("consumer-restart", "The queue consumer dies after its effect and before its ack; the redelivery must not produce a second effect. Delete this step if your service has no queue consumer.")
 	y.line(2, "faults:", "")
 	y.line(3, "- {kind: consumer-restart, when: {at: 0s}}", "")
 	return File{Name: file, Operation: s.o.id(), Text: y.String(), Notes: s.notes, Target: s.target}

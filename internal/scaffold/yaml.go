@@ -54,6 +54,13 @@ func (y *yamlText) comment(indent int, text string) {
 
 func (y *yamlText) blank() { y.b.WriteByte('\n') }
 
+// step opens an item of a scenario's steps: why it is there, as a
+// comment, then its name.
+func (y *yamlText) step(name, why string) {
+	y.comment(1, why)
+	y.line(1, "- name: "+name, "")
+}
+
 func (y *yamlText) String() string { return y.b.String() }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
