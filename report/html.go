@@ -94,16 +94,45 @@ func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 		index     int
 	}
 	drawn := map[where]bool{}
+	// A repeat links to the first drawn timeline of its signature, which
+	// may come later in the page when earlier runs' histories were lost.
+	like := map[string]int{}
+	for i, t := range timelines {
+		if _, ok := like[t.Signature]; !ok && !t.Repeat && t.Signature != "" {
+			like[t.Signature] = i
+		}
+	}
+	repeats := map[string][]indexEntry{}
+	repeatRuns := map[string]map[int]bool{}
 	for i, t := range timelines {
 		if t.Run < 0 || t.Run >= len(p.Runs) {
 			continue
 		}
 		drawn[where{t.Run, t.Step, t.Invariant, t.Violation}] = true
-		tv := layout(t)
+		var tv timelineView
+		if t.Repeat {
+			tv = timelineView{Timeline: t, History: rep.Runs[t.Run].History}
+			if l, ok := like[t.Signature]; ok {
+				tv.LikeID, tv.LikeN, tv.LikeRun = fmt.Sprintf("v%d", l+1), l+1, seedLabel(rep.Runs[timelines[l].Run])
+			}
+		} else {
+			tv = layout(t)
+		}
 		tv.ID = fmt.Sprintf("v%d", i+1)
 		tv.N = i + 1
+		e := indexEntry{ID: tv.ID, N: tv.N, Invariant: t.Invariant, Run: runLabel(rep.Runs[t.Run]), Tenant: t.Tenant, Key: t.Key, sig: t.Signature}
+		if _, ok := like[t.Signature]; ok && t.Repeat {
+			// Repeats differ by seed above all.
+			e.Run = seedLabel(rep.Runs[t.Run])
+			repeats[t.Signature] = append(repeats[t.Signature], e)
+			if repeatRuns[t.Signature] == nil {
+				repeatRuns[t.Signature] = map[int]bool{}
+			}
+			repeatRuns[t.Signature][t.Run] = true
+			p.Runs[t.Run].Timelines = append(p.Runs[t.Run].Timelines, tv)
+			continue
+		}
 		p.Runs[t.Run].Timelines = append(p.Runs[t.Run].Timelines, tv)
-		e := indexEntry{ID: tv.ID, N: tv.N, Invariant: t.Invariant, Run: runLabel(rep.Runs[t.Run]), Tenant: t.Tenant, Key: t.Key}
 		if !p.Runs[t.Run].Fold {
 			p.Index = append(p.Index, e)
 			continue
@@ -112,6 +141,27 @@ func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 			p.Folded = append(p.Folded, foldedGroup{Run: t.Run, Label: e.Run})
 		}
 		p.Folded[len(p.Folded)-1].Entries = append(p.Folded[len(p.Folded)-1].Entries, e)
+	}
+	// The first drawn timeline of a signature says how many repeats it
+	// stands for; its index entry lists them.
+	for ri := range p.Runs {
+		for ti := range p.Runs[ri].Timelines {
+			tv := &p.Runs[ri].Timelines[ti]
+			if l, ok := like[tv.Signature]; ok && tv.N == l+1 {
+				tv.Repeats, tv.RepeatRuns = len(repeats[tv.Signature]), len(repeatRuns[tv.Signature])
+			}
+		}
+	}
+	attach := func(es []indexEntry) {
+		for i := range es {
+			if l, ok := like[es[i].sig]; ok && es[i].N == l+1 {
+				es[i].Repeats = repeats[es[i].sig]
+			}
+		}
+	}
+	attach(p.Index)
+	for gi := range p.Folded {
+		attach(p.Folded[gi].Entries)
 	}
 	// Violations without a timeline (past the cap, or none computed) are
 	// still listed with their explanations: the page is the whole story.
@@ -210,6 +260,10 @@ type foldedGroup struct {
 type indexEntry struct {
 	ID, Run, Invariant, Tenant, Key string
 	N                               int
+	// Repeats are the violations of other runs with the same signature,
+	// listed under the one drawn.
+	Repeats []indexEntry
+	sig     string
 }
 
 type runView struct {
@@ -241,6 +295,9 @@ type ivRow struct {
 	Invariant
 	Expected bool
 }
+
+// seedLabel tells apart runs of one scenario: a seed sweep's repeats.
+func seedLabel(run Run) string { return fmt.Sprintf("%s, seed %d", runLabel(run), run.Seed) }
 
 func runStatus(run Run) string {
 	switch {
@@ -278,6 +335,14 @@ type timelineView struct {
 	Regions     []regionView
 	Marks       []markView
 	Effs        []effView
+	// Repeats and RepeatRuns count the violations, and the runs they are
+	// in, that have this drawn timeline's signature and are not drawn.
+	Repeats, RepeatRuns int
+	// For a repeat: the drawn timeline of its signature (LikeID, LikeN,
+	// LikeRun; empty when none is drawn) and its run's history file.
+	LikeID, LikeRun string
+	LikeN           int
+	History         string
 }
 
 type tickView struct {
