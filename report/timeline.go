@@ -164,18 +164,16 @@ type EffectMark struct {
 // Building the indexes is linear in the history and each timeline is linear
 // in what it draws.
 func Timelines(rep Report, histories map[string]*history.History) []Timeline {
-	owner := drawers(rep, func(i int) bool { return histories[HistoryKey(rep.Runs[i], i)] != nil })
-	var out []Timeline
+	slots := timelineSlots(rep)
+	owner := drawers(slots, func(i int) bool { return histories[HistoryKey(rep.Runs[i], i)] != nil })
+	out := make([]Timeline, 0, len(slots))
 	indexes := map[*history.History]*histIndex{}
-	eachTimeline(rep, func(ri, si int, iv string, vi int, v Violation) {
-		run := rep.Runs[ri]
-		t := Timeline{Run: ri, Step: si, Invariant: iv, Violation: vi, Tenant: v.Tenant, Method: v.Method, Path: v.Path,
-			Key: v.Key, Intent: v.Intent, Ops: v.Ops, Explanation: v.Explanation, Cause: v.Cause}
-		if run.History != "" {
-			t.Signature = Signature(run, si, iv, v)
-			t.Repeat = owner[t.Signature] != ri
-		}
-		h := histories[HistoryKey(run, ri)]
+	for _, sl := range slots {
+		run, v := rep.Runs[sl.run], sl.v
+		t := Timeline{Run: sl.run, Step: sl.step, Invariant: sl.invariant, Violation: sl.index, Tenant: v.Tenant, Method: v.Method, Path: v.Path,
+			Key: v.Key, Intent: v.Intent, Ops: v.Ops, Explanation: v.Explanation, Cause: v.Cause, Signature: sl.sig}
+		t.Repeat = sl.sig != "" && owner[sl.sig] != sl.run
+		h := histories[HistoryKey(run, sl.run)]
 		switch {
 		case t.Repeat:
 		case h == nil:
@@ -192,7 +190,7 @@ func Timelines(rep Report, histories map[string]*history.History) []Timeline {
 			x.fill(&t, v)
 		}
 		out = append(out, t)
-	})
+	}
 	return out
 }
 
@@ -202,43 +200,32 @@ func Timelines(rep Report, histories map[string]*history.History) []Timeline {
 // that signature that is not lost. A caller loads just these, and asks
 // again with the failed ones added to lost.
 func TimelineRuns(rep Report, lost map[int]bool) []int {
-	owner := drawers(rep, func(i int) bool { return !lost[i] })
+	slots := timelineSlots(rep)
+	owner := drawers(slots, func(i int) bool { return !lost[i] })
 	seen := map[int]bool{}
 	var out []int
-	eachTimeline(rep, func(ri, si int, iv string, _ int, v Violation) {
-		if rep.Runs[ri].History == "" || seen[ri] || lost[ri] {
-			return
+	for _, sl := range slots {
+		if sl.sig != "" && !seen[sl.run] && !lost[sl.run] && owner[sl.sig] == sl.run {
+			seen[sl.run] = true
+			out = append(out, sl.run)
 		}
-		if owner[Signature(rep.Runs[ri], si, iv, v)] == ri {
-			seen[ri] = true
-			out = append(out, ri)
-		}
-	})
+	}
 	return out
 }
 
-// drawers maps each failure signature of the runs with a history file to
-// the run that draws it: the first one that has its history (has), else
-// the first one.
-func drawers(rep Report, has func(run int) bool) map[string]int {
-	owner := map[string]int{}
-	loaded := map[string]bool{}
-	eachTimeline(rep, func(ri, si int, iv string, _ int, v Violation) {
-		if rep.Runs[ri].History == "" {
-			return
-		}
-		sig := Signature(rep.Runs[ri], si, iv, v)
-		if _, ok := owner[sig]; !ok || (!loaded[sig] && has(ri)) {
-			owner[sig] = ri
-			loaded[sig] = has(ri)
-		}
-	})
-	return owner
+// slot is a violation that gets a timeline, and its signature ("" in a
+// run without a history file).
+type slot struct {
+	run, step, index int
+	invariant        string
+	v                Violation
+	sig              string
 }
 
-// eachTimeline calls fn for each violation that gets a timeline: every one
-// of every run, in report order, up to [MaxTimelinesPerRun] per run.
-func eachTimeline(rep Report, fn func(run, step int, invariant string, index int, v Violation)) {
+// timelineSlots lists the violations that get a timeline: every one of
+// every run, in report order, up to [MaxTimelinesPerRun] per run.
+func timelineSlots(rep Report) []slot {
+	var out []slot
 	for ri, run := range rep.Runs {
 		n := 0
 		for si, st := range run.Steps {
@@ -248,11 +235,34 @@ func eachTimeline(rep Report, fn func(run, step int, invariant string, index int
 						break
 					}
 					n++
-					fn(ri, si, iv.Name, vi, v)
+					sl := slot{run: ri, step: si, index: vi, invariant: iv.Name, v: v}
+					if run.History != "" {
+						sl.sig = Signature(run, si, iv.Name, v)
+					}
+					out = append(out, sl)
 				}
 			}
 		}
 	}
+	return out
+}
+
+// drawers maps each failure signature of the runs with a history file to
+// the run that draws it: the first one that has its history (has), else
+// the first one.
+func drawers(slots []slot, has func(run int) bool) map[string]int {
+	owner := map[string]int{}
+	loaded := map[string]bool{}
+	for _, sl := range slots {
+		if sl.sig == "" {
+			continue
+		}
+		if _, ok := owner[sl.sig]; !ok || (!loaded[sl.sig] && has(sl.run)) {
+			owner[sl.sig] = sl.run
+			loaded[sl.sig] = has(sl.run)
+		}
+	}
+	return owner
 }
 
 // HistoryKey is the key of the i-th run of a report in the histories given
