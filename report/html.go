@@ -182,6 +182,14 @@ func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 			}
 		}
 	}
+	draw := func(b *htmlBuf, tv *timelineView) error { return pageTmpl.ExecuteTemplate(&b.Buffer, "timeline", tv) }
+	for ri := range p.Runs {
+		var b htmlBuf
+		if err := writeRun(&b, &p.Runs[ri], draw); err != nil {
+			return fmt.Errorf("write html report: %w", err)
+		}
+		p.Runs[ri].HTML = template.HTML(b.String()) // escaped as it was written
+	}
 	var buf bytes.Buffer
 	if err := pageTmpl.Execute(&buf, p); err != nil {
 		return fmt.Errorf("write html report: %w", err)
@@ -280,6 +288,8 @@ type runView struct {
 	// MoreUndrawn counts the rest.
 	Undrawn     []undrawn
 	MoreUndrawn int
+	// HTML is the section as writeRun wrote it.
+	HTML template.HTML
 }
 
 type undrawn struct {

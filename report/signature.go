@@ -3,7 +3,6 @@ package report
 import (
 	"slices"
 	"strings"
-	"unicode"
 )
 
 // Signature is what makes two violations the same failure for the HTML
@@ -12,7 +11,8 @@ import (
 // names (tenant, key, intent, method, path) and every number or id (a run
 // of letters, digits, '-' and '_' that holds a digit: ops, statuses, times,
 // generated ids) are blanked out. A seed sweep against one bug gives one
-// signature for hundreds of runs. A different checker rule or wording, or another invariant, gives another.
+// signature for hundreds of runs; another checker rule or wording, or
+// another invariant, gives another.
 func Signature(run Run, step int, invariant string, v Violation) string {
 	var b strings.Builder
 	stepName := ""
@@ -39,26 +39,27 @@ func shape(v Violation) string {
 			e = strings.ReplaceAll(e, n, "‹›")
 		}
 	}
-	word := func(r rune) bool { return r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
-	var b strings.Builder
-	for len(e) > 0 {
-		i := strings.IndexFunc(e, word)
-		if i < 0 {
-			b.WriteString(e)
-			break
-		}
-		b.WriteString(e[:i])
-		e = e[i:]
-		j := strings.IndexFunc(e, func(r rune) bool { return !word(r) })
-		if j < 0 {
-			j = len(e)
-		}
-		if w := e[:j]; strings.ContainsAny(w, "0123456789") {
-			b.WriteByte('#')
-		} else {
-			b.WriteString(w)
-		}
-		e = e[j:]
+	// Byte by byte: every byte of a multi-byte rune counts as a letter.
+	word := func(c byte) bool {
+		return c == '-' || c == '_' || c >= 0x80 || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
 	}
-	return b.String()
+	b := make([]byte, 0, len(e))
+	for i := 0; i < len(e); {
+		if !word(e[i]) {
+			b = append(b, e[i])
+			i++
+			continue
+		}
+		j, digit := i, false
+		for ; j < len(e) && word(e[j]); j++ {
+			digit = digit || ('0' <= e[j] && e[j] <= '9')
+		}
+		if digit {
+			b = append(b, '#')
+		} else {
+			b = append(b, e[i:j]...)
+		}
+		i = j
+	}
+	return string(b)
 }
