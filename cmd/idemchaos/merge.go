@@ -40,6 +40,9 @@ cut-short shard is an error (exit 3), never a pass.
 The HTML report draws a timeline per violating key from the shards'
 histories: each run's history path as the shard wrote it, or the file of
 that name in --histories (where a CI job collected the shards' artifacts).
+A failure repeated across runs (same scenario, invariant, cause and
+explanation but for keys and numbers) is drawn once, from one history;
+the other runs list their violations with the file holding each history.
 
 merge also reads the JSON reports that check --partition i/N --json wrote,
 one per partition of the same histories, and writes the report check would
