@@ -44,9 +44,6 @@ func init() {
 	pageCSP = "default-src 'none'; style-src " + hash(pageCSS) + "; script-src " + hash(pageJS) + "; base-uri 'none'; form-action 'none'"
 	pageTmpl = template.Must(template.New("report.tmpl").Funcs(template.FuncMap{
 		"upper": strings.ToUpper,
-		"f":     func(x float64) string { return fmt.Sprintf("%.1f", x) },
-		"ops":   joinOps,
-		"label": runLabel,
 		"dash":  dash,
 		"join":  func(s []string) string { return strings.Join(s, ", ") },
 		"ms":    func(n int64) string { return fmt.Sprintf("%d ms", n) },
@@ -70,8 +67,10 @@ const (
 // WriteHTML writes rep as one self-contained HTML page: the verdict, the
 // catch matrix when there is one, one section per run and, for each
 // violating key, its timeline from timelines (see [Timelines]) drawn as
-// inline SVG. Every string from the system under test goes through
-// html/template's contextual escaping; the page works with scripts off.
+// inline SVG. Every string from the system under test is escaped: by
+// html/template's contextual escaping in the page's frame, by the same
+// escaping applied by hand in the run sections (html_run.go); the page
+// works with scripts off.
 func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 	p := page{Report: rep, CSS: template.CSS(pageCSS), JS: template.JS(pageJS), CSP: pageCSP}
 	for i, run := range rep.Runs {
@@ -182,12 +181,9 @@ func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 			}
 		}
 	}
-	draw := func(b *htmlBuf, tv *timelineView) error { return pageTmpl.ExecuteTemplate(&b.Buffer, "timeline", tv) }
 	for ri := range p.Runs {
 		var b htmlBuf
-		if err := writeRun(&b, &p.Runs[ri], draw); err != nil {
-			return fmt.Errorf("write html report: %w", err)
-		}
+		writeRun(&b, &p.Runs[ri])
 		p.Runs[ri].HTML = template.HTML(b.String()) // escaped as it was written
 	}
 	var buf bytes.Buffer
