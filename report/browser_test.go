@@ -256,6 +256,23 @@ func TestWriteHTML_InBrowser(t *testing.T) {
 		checkClean(t, ctx, pl, url)
 		screenshot(t, ctx)
 	})
+
+	t.Run("failure repeated across runs", func(t *testing.T) {
+		rep := sweep()
+		pl, url := openReport(t, ctx, "sweep.html", rep, report.Timelines(rep, map[string]*history.History{"h/s1.jsonl": reuseHistory(t, "k-1")}))
+		checkClean(t, ctx, pl, url)
+		if n := eval[int](t, ctx, `document.querySelectorAll('svg.tl').length`); n != 1 {
+			t.Errorf("%d drawings, want 1", n)
+		}
+		// Every link on the page (index, repeats, "the same failure as")
+		// lands on an element of the page.
+		if broken := eval[[]string](t, ctx, `Array.from(document.querySelectorAll('a[href^="#"]')).map(a => a.getAttribute('href')).filter(h => !document.getElementById(h.slice(1)))`); len(broken) != 0 {
+			t.Errorf("links to nothing: %v", broken)
+		}
+		if n := eval[int](t, ctx, `document.querySelectorAll('section.timeline.repeat a[href="#v1"]').length`); n != 2 {
+			t.Errorf("%d repeats link to the drawn timeline, want 2", n)
+		}
+	})
 }
 
 // pwn are payloads that would set window.__pwned if they ever ran.

@@ -44,9 +44,6 @@ func init() {
 	pageCSP = "default-src 'none'; style-src " + hash(pageCSS) + "; script-src " + hash(pageJS) + "; base-uri 'none'; form-action 'none'"
 	pageTmpl = template.Must(template.New("report.tmpl").Funcs(template.FuncMap{
 		"upper": strings.ToUpper,
-		"f":     func(x float64) string { return fmt.Sprintf("%.1f", x) },
-		"ops":   joinOps,
-		"label": runLabel,
 		"dash":  dash,
 		"join":  func(s []string) string { return strings.Join(s, ", ") },
 		"ms":    func(n int64) string { return fmt.Sprintf("%d ms", n) },
@@ -70,8 +67,10 @@ const (
 // WriteHTML writes rep as one self-contained HTML page: the verdict, the
 // catch matrix when there is one, one section per run and, for each
 // violating key, its timeline from timelines (see [Timelines]) drawn as
-// inline SVG. Every string from the system under test goes through
-// html/template's contextual escaping; the page works with scripts off.
+// inline SVG. Every string from the system under test is escaped: by
+// html/template's contextual escaping in the page's frame, by the same
+// escaping applied by hand in the run sections (html_run.go); the page
+// works with scripts off.
 func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 	p := page{Report: rep, CSS: template.CSS(pageCSS), JS: template.JS(pageJS), CSP: pageCSP}
 	for i, run := range rep.Runs {
@@ -94,16 +93,45 @@ func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 		index     int
 	}
 	drawn := map[where]bool{}
+	// A repeat links to the first drawn timeline of its signature, which
+	// may come later in the page when earlier runs' histories were lost.
+	like := map[string]int{}
+	for i, t := range timelines {
+		if _, ok := like[t.Signature]; !ok && !t.Repeat && t.Signature != "" {
+			like[t.Signature] = i
+		}
+	}
+	repeats := map[string][]indexEntry{}
+	repeatRuns := map[string]map[int]bool{}
 	for i, t := range timelines {
 		if t.Run < 0 || t.Run >= len(p.Runs) {
 			continue
 		}
 		drawn[where{t.Run, t.Step, t.Invariant, t.Violation}] = true
-		tv := layout(t)
+		var tv timelineView
+		if t.Repeat {
+			tv = timelineView{Timeline: t, History: rep.Runs[t.Run].History}
+			if l, ok := like[t.Signature]; ok {
+				tv.LikeID, tv.LikeN, tv.LikeRun = fmt.Sprintf("v%d", l+1), l+1, seedLabel(rep.Runs[timelines[l].Run])
+			}
+		} else {
+			tv = layout(t)
+		}
 		tv.ID = fmt.Sprintf("v%d", i+1)
 		tv.N = i + 1
+		e := indexEntry{ID: tv.ID, N: tv.N, Invariant: t.Invariant, Run: runLabel(rep.Runs[t.Run]), Tenant: t.Tenant, Key: t.Key, sig: t.Signature}
+		if _, ok := like[t.Signature]; ok && t.Repeat {
+			// Repeats differ by seed above all.
+			e.Run = seedLabel(rep.Runs[t.Run])
+			repeats[t.Signature] = append(repeats[t.Signature], e)
+			if repeatRuns[t.Signature] == nil {
+				repeatRuns[t.Signature] = map[int]bool{}
+			}
+			repeatRuns[t.Signature][t.Run] = true
+			p.Runs[t.Run].Timelines = append(p.Runs[t.Run].Timelines, tv)
+			continue
+		}
 		p.Runs[t.Run].Timelines = append(p.Runs[t.Run].Timelines, tv)
-		e := indexEntry{ID: tv.ID, N: tv.N, Invariant: t.Invariant, Run: runLabel(rep.Runs[t.Run]), Tenant: t.Tenant, Key: t.Key}
 		if !p.Runs[t.Run].Fold {
 			p.Index = append(p.Index, e)
 			continue
@@ -112,6 +140,27 @@ func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 			p.Folded = append(p.Folded, foldedGroup{Run: t.Run, Label: e.Run})
 		}
 		p.Folded[len(p.Folded)-1].Entries = append(p.Folded[len(p.Folded)-1].Entries, e)
+	}
+	// The first drawn timeline of a signature says how many repeats it
+	// stands for; its index entry lists them.
+	for ri := range p.Runs {
+		for ti := range p.Runs[ri].Timelines {
+			tv := &p.Runs[ri].Timelines[ti]
+			if l, ok := like[tv.Signature]; ok && tv.N == l+1 {
+				tv.Repeats, tv.RepeatRuns = len(repeats[tv.Signature]), len(repeatRuns[tv.Signature])
+			}
+		}
+	}
+	attach := func(es []indexEntry) {
+		for i := range es {
+			if l, ok := like[es[i].sig]; ok && es[i].N == l+1 {
+				es[i].Repeats = repeats[es[i].sig]
+			}
+		}
+	}
+	attach(p.Index)
+	for gi := range p.Folded {
+		attach(p.Folded[gi].Entries)
 	}
 	// Violations without a timeline (past the cap, or none computed) are
 	// still listed with their explanations: the page is the whole story.
@@ -131,6 +180,11 @@ func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 				}
 			}
 		}
+	}
+	for ri := range p.Runs {
+		var b htmlBuf
+		writeRun(&b, &p.Runs[ri])
+		p.Runs[ri].HTML = template.HTML(b.String()) // escaped as it was written
 	}
 	var buf bytes.Buffer
 	if err := pageTmpl.Execute(&buf, p); err != nil {
@@ -210,6 +264,10 @@ type foldedGroup struct {
 type indexEntry struct {
 	ID, Run, Invariant, Tenant, Key string
 	N                               int
+	// Repeats are the violations of other runs with the same signature,
+	// listed under the one drawn.
+	Repeats []indexEntry
+	sig     string
 }
 
 type runView struct {
@@ -226,6 +284,8 @@ type runView struct {
 	// MoreUndrawn counts the rest.
 	Undrawn     []undrawn
 	MoreUndrawn int
+	// HTML is the section as writeRun wrote it.
+	HTML template.HTML
 }
 
 type undrawn struct {
@@ -241,6 +301,9 @@ type ivRow struct {
 	Invariant
 	Expected bool
 }
+
+// seedLabel tells apart runs of one scenario: a seed sweep's repeats.
+func seedLabel(run Run) string { return fmt.Sprintf("%s, seed %d", runLabel(run), run.Seed) }
 
 func runStatus(run Run) string {
 	switch {
@@ -278,6 +341,14 @@ type timelineView struct {
 	Regions     []regionView
 	Marks       []markView
 	Effs        []effView
+	// Repeats and RepeatRuns count the violations, and the runs they are
+	// in, that have this drawn timeline's signature and are not drawn.
+	Repeats, RepeatRuns int
+	// For a repeat: the drawn timeline of its signature (LikeID, LikeN,
+	// LikeRun; empty when none is drawn) and its run's history file.
+	LikeID, LikeRun string
+	LikeN           int
+	History         string
 }
 
 type tickView struct {

@@ -67,6 +67,11 @@ type Timeline struct {
 	OmittedMarks int
 	// Missing says why nothing could be drawn (no history for the run).
 	Missing string
+	// Signature is the violation's failure [Signature] ("" for a run that
+	// keeps no history file). Repeat says it is drawn in an earlier run's
+	// timeline of the same signature, not here.
+	Signature string
+	Repeat    bool
 }
 
 // Lane is the attempts of one client.
@@ -143,17 +148,86 @@ type EffectMark struct {
 // one still gets its timelines, with [Timeline.Missing] set and nothing
 // drawn.
 //
+// A seed sweep against one bug fails the same way in hundreds of runs, and
+// hundreds of near-identical drawings help no reader (and cost a history
+// load each). So among the runs that keep their history in a file, each
+// failure [Signature] is drawn in one run only: the first, in report order,
+// whose history is in histories (or the first at all, when none is). Its
+// violations in every other run are a [Timeline.Repeat]: listed with their
+// explanation and history file, not drawn, and their histories are not
+// needed ([TimelineRuns] says which are). A run that keeps no history file
+// is always drawn: there is no file to send the reader to.
+//
 // A timeline draws every attempt of the violation's (tenant, key) scope, the
 // attempts of the same intents under other keys (a client that makes a new
 // key per retry), and the ops the violation lists, wherever they are.
 // Building the indexes is linear in the history and each timeline is linear
 // in what it draws.
 func Timelines(rep Report, histories map[string]*history.History) []Timeline {
-	var out []Timeline
+	slots := timelineSlots(rep)
+	owner := drawers(slots, func(i int) bool { return histories[HistoryKey(rep.Runs[i], i)] != nil })
+	out := make([]Timeline, 0, len(slots))
 	indexes := map[*history.History]*histIndex{}
+	for _, sl := range slots {
+		run, v := rep.Runs[sl.run], sl.v
+		t := Timeline{Run: sl.run, Step: sl.step, Invariant: sl.invariant, Violation: sl.index, Tenant: v.Tenant, Method: v.Method, Path: v.Path,
+			Key: v.Key, Intent: v.Intent, Ops: v.Ops, Explanation: v.Explanation, Cause: v.Cause, Signature: sl.sig}
+		t.Repeat = sl.sig != "" && owner[sl.sig] != sl.run
+		h := histories[HistoryKey(run, sl.run)]
+		switch {
+		case t.Repeat:
+		case h == nil:
+			t.Missing = "no history loaded for this run"
+			if run.History != "" {
+				t.Missing = "history " + run.History + " was not loaded"
+			}
+		default:
+			x := indexes[h]
+			if x == nil {
+				x = newHistIndex(h)
+				indexes[h] = x
+			}
+			x.fill(&t, v)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// TimelineRuns returns the runs, by index in report order, whose history
+// files [Timelines] draws from when the runs in lost have no history (their
+// file could not be read): per failure [Signature], the first run with
+// that signature that is not lost. A caller loads just these, and asks
+// again with the failed ones added to lost.
+func TimelineRuns(rep Report, lost map[int]bool) []int {
+	slots := timelineSlots(rep)
+	owner := drawers(slots, func(i int) bool { return !lost[i] })
+	seen := map[int]bool{}
+	var out []int
+	for _, sl := range slots {
+		if sl.sig != "" && !seen[sl.run] && !lost[sl.run] && owner[sl.sig] == sl.run {
+			seen[sl.run] = true
+			out = append(out, sl.run)
+		}
+	}
+	return out
+}
+
+// slot is a violation that gets a timeline, and its signature ("" in a
+// run without a history file).
+type slot struct {
+	run, step, index int
+	invariant        string
+	v                Violation
+	sig              string
+}
+
+// timelineSlots lists the violations that get a timeline: every one of
+// every run, in report order, up to [MaxTimelinesPerRun] per run.
+func timelineSlots(rep Report) []slot {
+	var out []slot
 	for ri, run := range rep.Runs {
 		n := 0
-		h := histories[HistoryKey(run, ri)]
 		for si, st := range run.Steps {
 			for _, iv := range st.Invariants {
 				for vi, v := range iv.Violations {
@@ -161,28 +235,34 @@ func Timelines(rep Report, histories map[string]*history.History) []Timeline {
 						break
 					}
 					n++
-					t := Timeline{Run: ri, Step: si, Invariant: iv.Name, Violation: vi, Tenant: v.Tenant, Method: v.Method, Path: v.Path,
-						Key: v.Key, Intent: v.Intent, Ops: v.Ops, Explanation: v.Explanation, Cause: v.Cause}
-					if h == nil {
-						t.Missing = "no history loaded for this run"
-						if run.History != "" {
-							t.Missing = "history " + run.History + " was not loaded"
-						}
-						out = append(out, t)
-						continue
+					sl := slot{run: ri, step: si, index: vi, invariant: iv.Name, v: v}
+					if run.History != "" {
+						sl.sig = Signature(run, si, iv.Name, v)
 					}
-					x := indexes[h]
-					if x == nil {
-						x = newHistIndex(h)
-						indexes[h] = x
-					}
-					x.fill(&t, v)
-					out = append(out, t)
+					out = append(out, sl)
 				}
 			}
 		}
 	}
 	return out
+}
+
+// drawers maps each failure signature of the runs with a history file to
+// the run that draws it: the first one that has its history (has), else
+// the first one.
+func drawers(slots []slot, has func(run int) bool) map[string]int {
+	owner := map[string]int{}
+	loaded := map[string]bool{}
+	for _, sl := range slots {
+		if sl.sig == "" {
+			continue
+		}
+		if _, ok := owner[sl.sig]; !ok || (!loaded[sl.sig] && has(sl.run)) {
+			owner[sl.sig] = sl.run
+			loaded[sl.sig] = has(sl.run)
+		}
+	}
+	return owner
 }
 
 // HistoryKey is the key of the i-th run of a report in the histories given

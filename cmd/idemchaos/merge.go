@@ -6,6 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -37,6 +40,9 @@ cut-short shard is an error (exit 3), never a pass.
 The HTML report draws a timeline per violating key from the shards'
 histories: each run's history path as the shard wrote it, or the file of
 that name in --histories (where a CI job collected the shards' artifacts).
+A failure repeated across runs (same scenario, invariant, cause and
+explanation but for keys and numbers) is drawn once, from one history;
+the other runs list their violations with the file holding each history.
 
 merge also reads the JSON reports that check --partition i/N --json wrote,
 one per partition of the same histories, and writes the report check would
@@ -101,12 +107,14 @@ func (m *Main) runMerge(cmd *cobra.Command, f mergeFlags, files []string) error 
 		}
 	}
 	if f.html != "" {
+		page := rep
 		var hs map[string]*history.History
 		if shares == 0 {
 			// A partitioned history is too large to load for timelines.
-			hs = mergedHistories(rep, f.histories)
+			page = withHistoriesIn(rep, f.histories)
+			hs = mergedHistories(page)
 		}
-		if err := writeOutput(f.html, func(w io.Writer) error { return report.WriteHTML(w, rep, report.Timelines(rep, hs)) }); err != nil {
+		if err := writeOutput(f.html, func(w io.Writer) error { return report.WriteHTML(w, page, report.Timelines(page, hs)) }); err != nil {
 			return usageError(fmt.Errorf("--report %s: %w", f.html, err))
 		}
 	}
@@ -126,31 +134,85 @@ func (m *Main) runMerge(cmd *cobra.Command, f mergeFlags, files []string) error 
 	return exitFor(rep)
 }
 
-// mergedHistories loads the histories of the runs with a violation (only
-// those get timelines), found where the shard wrote them or by name in
-// dir. One that cannot be found or read leaves its run without timelines:
-// the verdict does not depend on it.
-func mergedHistories(rep report.Report, dir string) map[string]*history.History {
-	hs := map[string]*history.History{}
+// withHistoriesIn returns rep with each run's history path pointing at the
+// file of that name in dir when there is one (where a CI job collected the
+// shards' artifacts): the HTML report names the file a reader can open.
+func withHistoriesIn(rep report.Report, dir string) report.Report {
+	if dir == "" {
+		return rep
+	}
+	rep.Runs = slices.Clone(rep.Runs)
 	for i, run := range rep.Runs {
-		if run.Verdict != "violation" || run.History == "" {
+		if run.History == "" {
 			continue
 		}
-		path := run.History
-		if dir != "" {
-			if p := filepath.Join(dir, filepath.Base(run.History)); fileExists(p) {
-				path = p
-			}
-		}
-		contract, err := contractOf(path, contractFlags{})
-		if err != nil {
-			continue
-		}
-		if h, err := loadFile(path, contract.LoadOptions()); err == nil {
-			hs[report.HistoryKey(run, i)] = h
+		if p := filepath.Join(dir, filepath.Base(run.History)); fileExists(p) {
+			rep.Runs[i].History = p
 		}
 	}
-	return hs
+	return rep
+}
+
+// mergedHistories loads the histories the HTML report's timelines are drawn
+// from: one run per failure signature (report.TimelineRuns), not every
+// violating run; a sweep of 200 seeds against one bug loads one. They are
+// loaded in parallel, one per core. One that cannot be read leaves its
+// signature to the next run that has it: the verdict does not depend on
+// it, and the page says what was not loaded.
+func mergedHistories(rep report.Report) map[string]*history.History {
+	hs := map[string]*history.History{}
+	lost := map[int]bool{}
+	for {
+		var want []int
+		for _, i := range report.TimelineRuns(rep, lost) {
+			if hs[report.HistoryKey(rep.Runs[i], i)] == nil {
+				want = append(want, i)
+			}
+		}
+		if len(want) == 0 {
+			return hs
+		}
+		loaded := make([]*history.History, len(want))
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range min(runtime.GOMAXPROCS(0), len(want)) {
+			wg.Go(func() {
+				for k := range next {
+					loaded[k] = loadHistory(rep.Runs[want[k]].History)
+				}
+			})
+		}
+		for k := range want {
+			next <- k
+		}
+		close(next)
+		wg.Wait()
+		more := false
+		for k, i := range want {
+			if loaded[k] == nil {
+				lost[i], more = true, true
+				continue
+			}
+			hs[report.HistoryKey(rep.Runs[i], i)] = loaded[k]
+		}
+		if !more {
+			return hs
+		}
+	}
+}
+
+// loadHistory loads one history with the contract its meta event records,
+// or returns nil.
+func loadHistory(path string) *history.History {
+	contract, err := contractOf(path, contractFlags{})
+	if err != nil {
+		return nil
+	}
+	h, err := loadFile(path, contract.LoadOptions())
+	if err != nil {
+		return nil
+	}
+	return h
 }
 
 func fileExists(p string) bool {

@@ -1,0 +1,494 @@
+package report
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+)
+
+// A report of a seed sweep has hundreds of run sections, each with its
+// facts, a row per invariant and a timeline (or a repeat's row) per
+// violation: through html/template (reflection for every field and call)
+// they were most of the merge's CPU. They are written here by hand
+// instead, byte for byte what the template wrote, every string from a
+// report going through text: the escaping html/template applies in element
+// text, in <title> and in quoted attribute values (the only places data
+// goes). Nothing here writes a script, a style or a URL from data (the one
+// href is the page's own anchor, "#v<n>"). The page's frame, catch matrix
+// and index stay in the template.
+
+// htmlEscaper escapes as html/template does in text and quoted attributes
+// (its htmlReplacementTable: NUL becomes U+FFFD, '+' is escaped too).
+var htmlEscaper = strings.NewReplacer(
+	"\x00", "\uFFFD",
+	`"`, "&#34;",
+	"&", "&amp;",
+	"'", "&#39;",
+	"+", "&#43;",
+	"<", "&lt;",
+	">", "&gt;",
+)
+
+// htmlBuf writes markup (raw) and untrusted strings (text).
+type htmlBuf struct{ bytes.Buffer }
+
+func (b *htmlBuf) raw(s ...string) {
+	for _, x := range s {
+		b.WriteString(x)
+	}
+}
+
+// text writes s escaped: safe in element text and in a quoted attribute.
+func (b *htmlBuf) text(s string) { htmlEscaper.WriteString(b, s) }
+
+func (b *htmlBuf) int(n int64) { b.WriteString(strconv.FormatInt(n, 10)) }
+
+// writeRun writes one run's section.
+func writeRun(b *htmlBuf, rv *runView) {
+	b.raw("\n<section class=\"run\" id=\"run-")
+	b.int(int64(rv.Index))
+	b.raw("\">")
+	if rv.Fold {
+		b.raw("<details><summary>")
+	}
+	b.raw("\n<h2><span class=\"badge ")
+	b.text(rv.Status)
+	b.raw("\">")
+	b.text(strings.ToUpper(rv.Status))
+	b.raw("</span> ")
+	b.text(runLabel(rv.Run))
+	b.raw("</h2>")
+	if rv.Fold {
+		b.raw("</summary>")
+	}
+	b.raw("\n<dl class=\"facts\">\n<dt>scenario</dt><dd>")
+	b.text(dash(rv.Scenario))
+	b.raw("</dd>")
+	if rv.File != "" {
+		b.raw("<dt>file</dt><dd><code>")
+		b.text(rv.File)
+		b.raw("</code></dd>")
+	}
+	if rv.Mutant != "" {
+		b.raw("<dt>mutant</dt><dd><code>")
+		b.text(rv.Mutant)
+		b.raw("</code></dd>")
+	}
+	b.raw("\n<dt>seed</dt><dd>")
+	b.int(rv.Seed)
+	b.raw("</dd>\n<dt>verdict</dt><dd>")
+	b.text(rv.Verdict)
+	if rv.Met {
+		b.raw(" (as expected)")
+	}
+	b.raw("</dd>")
+	if rv.Requests != 0 {
+		b.raw("<dt>traffic</dt><dd>")
+		b.int(rv.Requests)
+		b.raw(" requests in ")
+		b.int(rv.ElapsedMS)
+		b.raw(" ms</dd>")
+	}
+	if rv.Repro != "" {
+		b.raw("<dt>reproducibility</dt><dd>")
+		b.text(rv.Repro)
+		b.raw("</dd>")
+	}
+	if rv.History != "" {
+		b.raw("<dt>history</dt><dd><code>")
+		b.text(rv.History)
+		b.raw("</code></dd>")
+	}
+	if rv.Replay != "" {
+		b.raw("<dt>replay</dt><dd><code class=\"cmd\">")
+		b.text(rv.Replay)
+		b.raw("</code></dd>")
+	}
+	b.raw("\n</dl>")
+	if rv.Error != "" {
+		b.raw("\n<p class=\"error\">error: ")
+		b.text(rv.Error)
+		b.raw("</p>")
+	}
+	for i := range rv.Timelines {
+		tv := &rv.Timelines[i]
+		if tv.Repeat {
+			writeRepeat(b, tv)
+		} else {
+			writeTimeline(b, tv)
+		}
+	}
+	if len(rv.Undrawn) > 0 {
+		b.raw("\n<section class=\"undrawn\">\n<h3>Violations without a timeline</h3>\n<ol>")
+		for _, u := range rv.Undrawn {
+			b.raw("\n<li><strong>")
+			b.text(u.Invariant)
+			b.raw("</strong>")
+			if u.Tenant != "" {
+				b.raw(", tenant <code>")
+				b.text(u.Tenant)
+				b.raw("</code>")
+			}
+			if u.Key != "" {
+				b.raw(", key <code>")
+				b.text(u.Key)
+				b.raw("</code>")
+			}
+			if len(u.Ops) > 0 {
+				b.raw(", ops ")
+				b.text(joinOps(u.Ops))
+			}
+			b.raw(": ")
+			b.text(u.Explanation)
+			if u.Cause != "" {
+				b.raw(" <em>Likely cause: ")
+				b.text(u.Cause)
+				b.raw(".</em>")
+			}
+			b.raw("</li>")
+		}
+		b.raw("\n</ol>")
+		if rv.MoreUndrawn != 0 {
+			b.raw("<p class=\"muted\">and ")
+			b.int(int64(rv.MoreUndrawn))
+			b.raw(" more; the text and JSON reports list them all.</p>")
+		}
+		b.raw("\n</section>")
+	}
+	if len(rv.Invariants) > 0 {
+		b.raw("\n<table class=\"invariants\">\n<thead><tr><th>step</th><th>invariant</th><th>verdict</th><th class=\"num\">checked</th><th class=\"num\">violations</th><th>note</th></tr></thead>\n<tbody>")
+		for _, iv := range rv.Invariants {
+			b.raw("\n<tr><td>")
+			b.text(dash(iv.Step))
+			if iv.Expect != "" && iv.Expect != "clean" {
+				b.raw(" <span class=\"muted\">(expects ")
+				b.text(iv.Expect)
+				b.raw(")</span>")
+			}
+			b.raw("</td>\n<td>")
+			b.text(iv.Name)
+			if iv.Expected {
+				b.raw(" <span class=\"muted\">expected</span>")
+			}
+			b.raw("</td>\n<td><span class=\"badge ")
+			b.text(iv.Verdict)
+			b.raw("\">")
+			b.text(strings.ToUpper(iv.Verdict))
+			b.raw("</span></td><td class=\"num\">")
+			b.int(int64(iv.Checked))
+			b.raw("</td><td class=\"num\">")
+			b.int(int64(len(iv.Violations)))
+			b.raw("</td><td>")
+			b.text(iv.Reason)
+			b.raw("</td></tr>")
+		}
+		b.raw("\n</tbody>\n</table>")
+	}
+	if s := rv.Shrunk; s != nil {
+		b.raw("\n<details class=\"shrunk\"><summary>shrunk from ")
+		b.int(int64(s.From))
+		b.raw(" to ")
+		b.int(int64(s.To))
+		b.raw(" intents in ")
+		b.int(int64(s.Runs))
+		b.raw(" runs: minimal plan</summary><pre>")
+		b.text(s.Plan)
+		b.raw("</pre></details>")
+	}
+	if rv.Fold {
+		b.raw("</details>")
+	}
+	b.raw("\n</section>")
+}
+
+// writeRepeat writes a violation whose failure is drawn in another run:
+// its header and explanation, the timeline that shows it and the file
+// that holds this run's history.
+func writeRepeat(b *htmlBuf, tv *timelineView) {
+	b.raw("\n<section class=\"timeline repeat\"")
+	b.attr("id", tv.ID)
+	b.attr("data-key", tv.Key)
+	b.attr("data-tenant", tv.Tenant)
+	b.attr("data-invariant", tv.Invariant)
+	b.raw(">")
+	writeHeader(b, tv)
+	b.raw("\n<p class=\"muted\">Ops ")
+	b.text(joinOps(tv.Ops))
+	b.raw(". Not drawn: the same failure as")
+	if tv.LikeID != "" {
+		b.raw(" <a href=\"#")
+		b.text(tv.LikeID)
+		b.raw("\">#")
+		b.int(int64(tv.LikeN))
+		b.raw("</a> (")
+		b.text(tv.LikeRun)
+		b.raw("), whose timeline shows it")
+	} else {
+		b.raw(" another run's")
+	}
+	b.raw(".")
+	if tv.History != "" {
+		b.raw(" This run's history: <code>")
+		b.text(tv.History)
+		b.raw("</code>.")
+	}
+	b.raw("</p>\n</section>")
+}
+
+func (b *htmlBuf) float(f float64) {
+	var a [32]byte
+	b.Write(strconv.AppendFloat(a[:0], f, 'g', -1, 64)) // as fmt.Sprint prints it
+}
+
+// attr writes ` name="value"` with value escaped.
+func (b *htmlBuf) attr(name, value string) {
+	b.raw(" ", name, "=\"")
+	b.text(value)
+	b.raw("\"")
+}
+
+// attrNum writes ` name="number"`.
+func (b *htmlBuf) attrNum(name string, f float64) {
+	b.raw(" ", name, "=\"")
+	b.float(f)
+	b.raw("\"")
+}
+
+// writeTimeline writes a drawn timeline: the header, the explanation and
+// the SVG drawing of [layout].
+func writeTimeline(b *htmlBuf, tv *timelineView) {
+	b.raw("\n<section class=\"timeline\"")
+	b.attr("id", tv.ID)
+	b.attr("data-key", tv.Key)
+	b.attr("data-tenant", tv.Tenant)
+	b.attr("data-invariant", tv.Invariant)
+	b.raw(">")
+	writeHeader(b, tv)
+	if tv.Cause != "" {
+		b.raw("\n<p class=\"cause\"><strong>Likely cause:</strong> ")
+		b.text(tv.Cause)
+		b.raw("</p>")
+	}
+	if tv.Repeats != 0 {
+		b.raw("\n<p class=\"repeats\">The same failure (same scenario, invariant and cause; the same explanation but for names and numbers) in ")
+		b.int(int64(tv.Repeats))
+		b.raw(" more violation", plural(tv.Repeats), " of ")
+		b.int(int64(tv.RepeatRuns))
+		b.raw(" other run", plural(tv.RepeatRuns), " is not drawn again: each is listed in its run with the file that holds that run's history.</p>")
+	}
+	if tv.Missing != "" {
+		b.raw("\n<p class=\"missing\">No timeline: ")
+		b.text(tv.Missing)
+		b.raw(". Ops ")
+		b.text(joinOps(tv.Ops))
+		b.raw(".</p>\n</section>")
+		return
+	}
+	b.raw("\n<p class=\"muted\">Ops ")
+	b.text(joinOps(tv.Ops))
+	b.raw(" are outlined. The axis counts ms from ", strconv.FormatFloat(tv.StartMSRun, 'f', 1, 64), " ms into the run.")
+	if tv.Omitted != 0 {
+		b.raw(" ")
+		b.int(int64(tv.Omitted))
+		b.raw(" more attempts of this key are not drawn (at most ")
+		b.int(int64(tv.MaxAttempts))
+		b.raw(").")
+	}
+	if tv.OmittedMarks != 0 {
+		b.raw(" ")
+		b.int(int64(tv.OmittedMarks))
+		b.raw(" more faults or effects are not drawn.")
+	}
+	b.raw(" Hover a bar for its request, outcome and response.</p>\n<svg class=\"tl\" viewBox=\"0 0 1000 ")
+	b.float(tv.Height)
+	b.raw("\" role=\"img\" aria-label=\"timeline of key ")
+	b.text(tv.Key)
+	b.raw("\">\n<g class=\"axis\">")
+	for _, t := range tv.Ticks {
+		b.raw("\n<line class=\"tick\"")
+		b.attrNum("x1", t.X)
+		b.attrNum("x2", t.X)
+		b.attrNum("y1", tv.PlotTop)
+		b.attrNum("y2", tv.PlotBot)
+		b.raw("></line><text class=\"tick-label\"")
+		b.attrNum("x", t.X)
+		b.raw(" y=\"12\">")
+		b.text(t.Label)
+		b.raw("</text>")
+	}
+	b.raw("\n</g>\n<g class=\"lanes\">")
+	for _, l := range tv.LaneBox {
+		b.raw("\n<rect class=\"lane")
+		if l.Odd {
+			b.raw(" odd")
+		}
+		b.raw("\" x=\"0\"")
+		b.attrNum("y", l.Y)
+		b.raw(" width=\"1000\"")
+		b.attrNum("height", l.H)
+		b.raw("></rect><text class=\"lane-label\" x=\"8\"")
+		b.attrNum("y", l.TextY)
+		b.raw(">")
+		b.text(l.Label)
+		b.raw("</text>")
+	}
+	b.raw("\n<rect class=\"lane effects-lane\" x=\"0\"")
+	b.attrNum("y", tv.EffectsY)
+	b.raw(" width=\"1000\" height=\"30\"></rect><text class=\"lane-label\" x=\"8\"")
+	b.attrNum("y", tv.EffectsLabelY)
+	b.raw(">effects</text>\n</g>\n<g class=\"regions\">")
+	for _, r := range tv.Regions {
+		b.raw("\n<g class=\"region-g\"><rect class=\"region")
+		if !r.Healed {
+			b.raw(" unhealed")
+		}
+		b.raw("\"")
+		b.attrNum("x", r.X)
+		b.attrNum("y", tv.PlotTop)
+		b.attrNum("width", r.W)
+		b.attrNum("height", tv.RegionH)
+		b.raw("><title>")
+		b.text(r.Tip)
+		b.raw("</title></rect><text class=\"region-label\"")
+		b.attrNum("x", r.X)
+		b.attrNum("y", r.LabelY)
+		b.raw(">")
+		b.text(r.Kind)
+		b.raw("</text></g>")
+	}
+	b.raw("\n</g>\n<g class=\"bars\">")
+	for i := range tv.Bars {
+		bar := &tv.Bars[i]
+		b.raw("\n<rect class=\"attempt ")
+		b.text(bar.Class)
+		if bar.Listed {
+			b.raw(" listed")
+		}
+		if bar.Open {
+			b.raw(" open")
+		}
+		b.raw("\" data-op=\"")
+		b.int(bar.Op)
+		b.raw("\"")
+		b.attr("data-intent", bar.Intent)
+		b.attrNum("x", bar.X)
+		b.attrNum("y", bar.Y)
+		b.attrNum("width", bar.W)
+		b.attrNum("height", bar.H)
+		b.raw(" rx=\"2\"><title>")
+		b.text(bar.Tip)
+		b.raw("</title></rect>")
+		if bar.Label != "" {
+			b.raw("<text class=\"bar-label ")
+			b.text(bar.Class)
+			if bar.Open {
+				b.raw(" open")
+			}
+			if bar.LabelOutside {
+				b.raw(" outside")
+			}
+			b.raw("\"")
+			b.attrNum("x", bar.LabelX)
+			b.attrNum("y", bar.LabelY)
+			b.raw(">")
+			b.text(bar.Label)
+			b.raw("</text>")
+		}
+	}
+	b.raw("\n</g>\n<g class=\"marks\">")
+	for _, m := range tv.Marks {
+		b.raw("\n<polygon class=\"fault-mark\"")
+		b.attr("points", m.Points)
+		b.raw("><title>")
+		b.text(m.Tip)
+		b.raw("</title></polygon>")
+		if m.Label != "" {
+			b.raw("<text class=\"fault-label\"")
+			b.attrNum("x", m.LabelX)
+			b.attrNum("y", m.LabelY)
+			b.raw(">")
+			b.text(m.Label)
+			b.raw("</text>")
+		}
+	}
+	for _, e := range tv.Effs {
+		b.raw("\n<polygon class=\"effect\"")
+		b.attr("points", e.Points)
+		b.raw("><title>")
+		b.text(e.Tip)
+		b.raw("</title></polygon>")
+		if e.ShowLabel {
+			b.raw("<text class=\"effect-label")
+			if e.LabelEnd {
+				b.raw(" end")
+			}
+			b.raw("\"")
+			b.attrNum("x", e.LabelX)
+			b.attrNum("y", e.LabelY)
+			b.raw(">")
+			b.text(e.Label)
+			b.raw("</text>")
+		}
+	}
+	b.raw("\n</g>\n</svg>", legend, "\n</section>")
+}
+
+// writeHeader writes a timeline's heading and explanation, the same for a
+// drawn one and a repeat.
+func writeHeader(b *htmlBuf, tv *timelineView) {
+	b.raw("\n<h3><span class=\"n\">#")
+	b.int(int64(tv.N))
+	b.raw("</span> ")
+	b.text(tv.Invariant)
+	b.raw(":")
+	if tv.Tenant != "" {
+		b.raw(" tenant <code>")
+		b.text(tv.Tenant)
+		b.raw("</code>,")
+	}
+	if tv.Method != "" || tv.Path != "" {
+		b.raw(" <code>")
+		b.text(tv.Method)
+		b.raw(" ")
+		b.text(tv.Path)
+		b.raw("</code>,")
+	}
+	b.raw("\nkey <code>")
+	if tv.Key != "" {
+		b.text(tv.Key)
+	} else {
+		b.raw("(none)")
+	}
+	b.raw("</code>")
+	if tv.Intent != "" {
+		b.raw(", intent <code>")
+		b.text(tv.Intent)
+		b.raw("</code>")
+	}
+	b.raw("</h3>\n<p class=\"explanation\">")
+	b.text(tv.Explanation)
+	b.raw("</p>")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// legend explains a drawing's colours and symbols.
+const legend = `
+<ul class="legend">
+<li><span class="sw s2xx"></span>ok 2xx</li>
+<li><span class="sw s3xx"></span>ok 3xx</li>
+<li><span class="sw s4xx"></span>ok 4xx (rejected)</li>
+<li><span class="sw s5xx"></span>ok 5xx (server or gateway error)</li>
+<li><span class="sw info"></span>info (indeterminate)</li>
+<li><span class="sw info open"></span>open (never completed)</li>
+<li><span class="sw fail"></span>fail (not delivered)</li>
+<li><span class="sw listed"></span>named by the violation</li>
+<li><span class="sw region"></span>fault active</li>
+<li><span class="sym fault">▼</span>fault aimed at an attempt</li>
+<li><span class="sym effect">◆</span>effect (as read by the oracle)</li>
+</ul>`
