@@ -51,9 +51,14 @@ func (o *outputFlags) check(runs int) error {
 	if o.history == "" {
 		return nil
 	}
-	err := probeFile(o.history)
+	// A directory is probed as one only: probing it as a file first would
+	// create a file at its path for a moment, and a sibling shard sharing
+	// the directory could then fail to make it.
+	var err error
 	if runs > 1 || o.dir {
 		err = probeDir(o.history)
+	} else {
+		err = probeFile(o.history)
 	}
 	if err != nil {
 		return fmt.Errorf("--history %s: cannot write there: %w", o.history, unwrapPath(err))
