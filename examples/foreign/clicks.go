@@ -38,8 +38,9 @@ func ReadClicks(path string) (Clicks, error) {
 		}
 	}
 	// A click is the copies of an intent's first attempt and the original:
-	// the last first attempt of that intent sent before the first copy (an
-	// intent may be sent again later, as a resubmission).
+	// the first attempt of that intent sent nearest the first copy (copies
+	// sent together are recorded in any order; an intent may be sent again
+	// later, as a resubmission).
 	type click struct{ firstCopy, original int }
 	byIntent := map[string]*click{}
 	for i := range h.Attempts {
@@ -54,10 +55,11 @@ func ReadClicks(path string) (Clicks, error) {
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
 		c, ok := byIntent[a.Intent]
-		if !ok || a.Number != 1 || copies[a.Op] || a.Invoke > h.Attempts[c.firstCopy].Invoke {
+		if !ok || a.Number != 1 || copies[a.Op] {
 			continue
 		}
-		if c.original < 0 || a.Invoke > h.Attempts[c.original].Invoke {
+		first := h.Attempts[c.firstCopy].Invoke
+		if c.original < 0 || abs(a.Invoke-first) < abs(h.Attempts[c.original].Invoke-first) {
 			c.original = i
 		}
 	}
@@ -85,4 +87,11 @@ func ReadClicks(path string) (Clicks, error) {
 		}
 	}
 	return out, nil
+}
+
+func abs(d int64) int64 {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
