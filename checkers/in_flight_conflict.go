@@ -112,6 +112,7 @@ type answer struct {
 // open counts the attempts of one payload that are still running.
 type open struct {
 	all       int
+	err500    int // answered 500
 	succ, def int // succeeded; succeeded or rejected (a definite answer)
 	succBy    answerCounts
 	defBy     answerCounts
@@ -191,6 +192,15 @@ func (sw *sweep) run(ix *index) (a, b int32, overlapped bool) {
 					return x, y, true
 				}
 			}
+			// The other way round: b, a definite answer, overlapped a copy
+			// sent before it that got a 500. Copies released together reach
+			// the service in any order, and the service may well have run
+			// the later one first.
+			if o.err500 > 0 && definite(bb, p) {
+				if x := sw.earlier500(n); x >= 0 {
+					return y, x, true
+				}
+			}
 		}
 		if o == nil {
 			o = &open{}
@@ -235,6 +245,23 @@ func (sw *sweep) witness(n int) int32 {
 	return -1
 }
 
+// earlier500 returns the first attempt before the n-th, with its payload,
+// that overlaps it and got a 500 with no fault in force, or -1.
+func (sw *sweep) earlier500(n int) int32 {
+	h, ct := sw.h, &sw.c.cfg.contract
+	b := &h.Attempts[sw.idx[n]]
+	for _, x := range sw.idx[:n] {
+		a := &h.Attempts[x]
+		if is500(a) && ct.same(a) == ct.same(b) && overlaps(a, b, h.End) && sw.unfaulted(a) {
+			return x
+		}
+	}
+	return -1
+}
+
+// is500 says the service itself answered 500.
+func is500(a *history.Attempt) bool { return a.Outcome == history.OK && a.Status == 500 }
+
 func answerOf(a *history.Attempt) answer { return answer{a.Status, a.RespHash, a.RespLen} }
 
 func (o *open) add(a *history.Attempt, p Profile) { o.step(a, p, 1) }
@@ -243,6 +270,9 @@ func (o *open) remove(a *history.Attempt, p Profile) { o.step(a, p, -1) }
 
 func (o *open) step(a *history.Attempt, p Profile, d int) {
 	o.all += d
+	if is500(a) {
+		o.err500 += d
+	}
 	cl := classify(a, p)
 	if a.Outcome != history.OK || (cl != succeeded && cl != rejected) {
 		return
@@ -316,6 +346,11 @@ func (c inFlightConflict) judge(s scope, a, b *history.Attempt, dups map[tenantK
 		v.Explanation = fmt.Sprintf("%s: op %d arrived while op %d was still running and got %d; it must get %d or wait for the first response (%d).",
 			describeScope(s), b.Op, a.Op, b.Status, p.InFlight, a.Status)
 		v.Cause = "the in-flight answer differs from the contract profile"
+		return v, true
+	case b.Outcome == history.OK && b.Status == 500 && definite(a, p) && b.Invoke < a.Invoke:
+		v.Explanation = fmt.Sprintf("%s: op %d and op %d, copies of one request, were in flight together; op %d got %d and op %d was answered 500 with %s, with no fault in force; a duplicate in flight must get %d or wait for the first response.",
+			describeScope(s), b.Op, a.Op, a.Op, a.Status, b.Op, quoteBody(b), p.InFlight)
+		v.Cause = "the store's duplicate-key error leaks: the duplicate hit the unique claim and the error was not turned into the in-flight status or the replay"
 		return v, true
 	case b.Outcome == history.OK && b.Status == 500 && definite(a, p):
 		v.Explanation = fmt.Sprintf("%s: op %d arrived while op %d was still running (op %d then got %d) and was answered 500 with %s, with no fault in force; a duplicate in flight must get %d or wait for the first response.",

@@ -14,7 +14,13 @@ type DoubleClick struct {
 	Copies int `yaml:"copies" json:"copies"`
 	// Spread releases the copies within this window (default 20ms).
 	Spread time.Duration `yaml:"spread" json:"spread"`
-	_      struct{}
+	// Together sends the copies so that all are inside the service at
+	// once, whatever the machine's load: each is written on an open
+	// connection up to its last byte, then the last bytes go back to back
+	// (Spread is not used). Released by timers, copies 2ms apart can
+	// arrive 20ms apart on a busy machine, after the original finished.
+	Together bool `yaml:"together" json:"together"`
+	_        struct{}
 }
 
 var (
@@ -44,6 +50,9 @@ func (f *DoubleClick) Validate() error {
 
 // Clicks implements [Clicker].
 func (f *DoubleClick) Clicks() (int, time.Duration) { return f.Copies, f.Spread }
+
+// ClicksTogether says the copies are released together (see Together).
+func (f *DoubleClick) ClicksTogether() bool { return f.Together }
 
 // Apply implements [Fault]; the copies come from the plan.
 func (*DoubleClick) Apply(context.Context, World) error { return nil }

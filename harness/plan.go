@@ -158,6 +158,9 @@ func aim(in *driver.Intent, i int, fs []builtFault, coin func(float64, string) b
 		}
 		if c, ok := f.fault.(faults.Clicker); ok {
 			in.Clicks, in.Spread = c.Clicks()
+			if t, ok := c.(interface{ ClicksTogether() bool }); ok && t.ClicksTogether() {
+				in.Spread, in.Together = 0, true
+			}
 			continue
 		}
 		if in.Faults == nil {
@@ -188,7 +191,7 @@ func timed(fs []builtFault) []TimedFault {
 func resendPlan(prev Plan, seed int64, fs []builtFault) Plan {
 	p := Plan{Seed: seed}
 	for _, in := range prev.Intents {
-		in.At, in.Faults, in.Clicks, in.Spread = 0, nil, 0, 0
+		in.At, in.Faults, in.Clicks, in.Spread, in.Together = 0, nil, 0, 0, false
 		p.Intents = append(p.Intents, in)
 	}
 	return withFaults(p, fs)
@@ -318,7 +321,11 @@ func (p Plan) Describe() string {
 			fmt.Fprintf(&b, "  (%s)", in.Variant)
 		}
 		if in.Clicks > 1 {
-			fmt.Fprintf(&b, "  double-click ×%d within %s", in.Clicks, in.Spread)
+			if in.Together {
+				fmt.Fprintf(&b, "  double-click ×%d together", in.Clicks)
+			} else {
+				fmt.Fprintf(&b, "  double-click ×%d within %s", in.Clicks, in.Spread)
+			}
 		}
 		if len(in.Faults) > 0 {
 			keys := make([]int, 0, len(in.Faults))

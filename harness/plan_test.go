@@ -48,3 +48,20 @@ func TestWithFaults_NoneAndNth(t *testing.T) {
 		}
 	}
 }
+
+// A double click with together set plans its copies to be sent together
+// (the driver's gate), with no spread.
+func TestWithFaults_DoubleClickTogether(t *testing.T) {
+	t.Parallel()
+	p := Plan{Seed: 3, Intents: make([]driver.Intent, 2)}
+	f := &faults.DoubleClick{Copies: 3, Together: true}
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	got := withFaults(p, []builtFault{newBuiltFault(scenarios.FaultSpec{Kind: "double-click", When: scenarios.When{Nth: 1}}, f)})
+	for _, in := range got.Intents {
+		if in.Clicks != 3 || !in.Together || in.Spread != 0 {
+			t.Fatalf("intent planned with clicks %d, together %v, spread %s; want 3, true, 0", in.Clicks, in.Together, in.Spread)
+		}
+	}
+}

@@ -62,6 +62,7 @@ func TestCorpus(t *testing.T) {
 			var got []string
 			for _, r := range results {
 				got = append(got, fmt.Sprintf("%s%v", r.Verdict, r.Violated))
+				checkClicks(t, c, r)
 				if c.Right(r.Verdict) {
 					right++
 					if !c.Correct() {
@@ -88,6 +89,30 @@ func TestCorpus(t *testing.T) {
 		})
 	}
 	t.Logf("case                           class expected             verdict per seed\n%s", strings.Join(table, "\n"))
+}
+
+// checkClicks asserts that the run's double clicks raced: every one was
+// sent together, so its original and copies were all in flight at once
+// (invoked before any was answered); and, for the duplicate-key 500, that
+// the flaw was provoked (a copy got 500). A verdict alone would not tell a
+// race that was never run from a service that survived it.
+func checkClicks(t *testing.T, c foreign.Case, r foreign.SeedResult) {
+	t.Helper()
+	if r.History == "" {
+		return
+	}
+	k, err := foreign.ReadClicks(r.History)
+	if err != nil {
+		t.Errorf("seed %d: %v", r.Seed, err)
+		return
+	}
+	t.Logf("seed %d: %d double clicks, %d all in flight at once, %d with a 500", r.Seed, k.Clicks, k.Overlapped, k.Got500)
+	if k.Overlapped != k.Clicks {
+		t.Errorf("seed %d: %d of %d double clicks were not all in flight at once (history %s)", r.Seed, k.Clicks-k.Overlapped, k.Clicks, r.History)
+	}
+	if c.Class == "c" && k.Got500 == 0 {
+		t.Errorf("seed %d: no copy of %d double clicks got 500: the duplicate-key race was not provoked (history %s)", r.Seed, k.Clicks, r.History)
+	}
 }
 
 func expectName(c foreign.Case) string {

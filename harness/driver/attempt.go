@@ -28,7 +28,12 @@ type result struct {
 }
 
 // attempt sends attempt n (click c) of an intent and records it.
-func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
+// With g set, the attempt is a copy of a click sent together: it holds at
+// g before its last byte, and leaves g on any path that does not.
+func (d *runner) attempt(ctx context.Context, in *Intent, n, click int, g *gate) result {
+	if g != nil {
+		defer g.leave(click)
+	}
 	if ctx.Err() != nil || !d.take() {
 		return result{stop: true}
 	}
@@ -74,6 +79,9 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int) result {
 	d.record(info, in, hdr, history.TypeInvoke, nil, nil, "")
 
 	w := &wireRequest{method: in.Method, t: t, hdr: hdr, body: rq.Body, fresh: route.Fresh}
+	if g != nil {
+		w.hold = func(last func() error) error { return g.hold(click, last) }
+	}
 	buf := d.bufs.Get().(*[]byte)
 	ex, err := d.pool.send(ctx, w, time.Now().Add(d.cfg.Timeout), buf)
 	if cap(*buf) <= 64<<10 {

@@ -255,6 +255,9 @@ type wireRequest struct {
 	hdr    history.Headers
 	body   []byte
 	fresh  bool // its own connection, closed afterwards
+	// hold, when set, is called once all but the request's last byte is
+	// written, with the write of that byte; it returns that write's error.
+	hold func(last func() error) error
 }
 
 // send writes rq on a kept-alive (or, when fresh, a new) connection and
@@ -287,7 +290,16 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, bu
 	keep := false
 	defer func() { p.settle(c, keep) }()
 	*buf = appendRequest((*buf)[:0], rq)
-	if _, err := c.nc.Write(*buf); err != nil {
+	out := *buf
+	if rq.hold != nil {
+		n := len(out) - 1
+		if _, err := c.nc.Write(out[:n]); err != nil {
+			return ex, err
+		}
+		if err := rq.hold(func() error { _, err := c.nc.Write(out[n:]); return err }); err != nil {
+			return ex, err
+		}
+	} else if _, err := c.nc.Write(out); err != nil {
 		return ex, err
 	}
 	c.req.Method = rq.method

@@ -39,6 +39,10 @@ type Intent struct {
 	// click), released within Spread.
 	Clicks int
 	Spread time.Duration
+	// Together sends the copies so that they reach the service at once:
+	// each on an open connection, written up to its last byte, then all
+	// last bytes back to back (Spread is not used).
+	Together bool `json:",omitempty"`
 	// Faults aims faults at attempts of this intent: attempt number → fault
 	// name. The [Router] makes them real.
 	Faults map[int]string
@@ -314,7 +318,7 @@ func (d *runner) intent(ctx context.Context, in *Intent) {
 		if n == 1 && in.Clicks > 1 {
 			res = d.clicks(ctx, in, draw())
 		} else {
-			res = d.attempt(ctx, in, n, 0)
+			res = d.attempt(ctx, in, n, 0, nil)
 		}
 		// Bounded in count and in time: the budget ends the retries once an
 		// attempt went out that late, so the last ask is never early.
@@ -336,6 +340,11 @@ func (d *runner) clicks(ctx context.Context, in *Intent, rng *rand.Rand) result 
 			delays[i] = time.Duration(rng.Int64N(int64(in.Spread) + 1))
 		}
 	}
+	var g *gate
+	if in.Together {
+		g = newGate(in.Clicks)
+		clear(delays)
+	}
 	results := make([]result, in.Clicks)
 	var wg sync.WaitGroup
 	for i := range delays {
@@ -343,8 +352,11 @@ func (d *runner) clicks(ctx context.Context, in *Intent, rng *rand.Rand) result 
 		go func() {
 			defer wg.Done()
 			if ctxwait.Sleep(ctx, delays[i]) {
-				results[i] = d.attempt(ctx, in, 1, i)
+				results[i] = d.attempt(ctx, in, 1, i, g)
 			} else {
+				if g != nil {
+					g.leave(i)
+				}
 				results[i] = result{stop: true}
 			}
 		}()
