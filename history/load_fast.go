@@ -704,6 +704,7 @@ func (ls *lineScan) content(b *bodyFields) ([]byte, bool) {
 	s.esc, err = base64.StdEncoding.AppendDecode(s.esc, text)
 	return s.esc[start:len(s.esc):len(s.esc)], err == nil
 }
+
 // opIndex maps op ids to attempt indices. Producers number ops densely from
 // 1, so a slice serves nearly every lookup; ids far outside the range seen
 // so far (random ids, say) go to a map.
