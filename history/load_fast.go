@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"slices"
+	"unsafe"
 )
 
 // loader builds a [History] from lines. Invoke, completion and effect lines,
@@ -251,29 +253,45 @@ func (l *loader) fast(line []byte) (handled bool, err error) {
 	if l.ls == nil {
 		l.ls = l.scanner()
 	}
-	l.ls.sc.esc, l.ls.hdrs = l.ls.sc.esc[:0], l.ls.hdrs[:0]
-	if !l.ls.scan(line, &l.rec) {
+	ls := l.ls
+	ls.sc.esc, ls.hdrs, ls.data = ls.sc.esc[:0], ls.hdrs[:0], line
+	if !ls.scan(line, &l.rec) {
 		return false, nil
 	}
-	return l.apply(&l.rec, l.ls.hdrs)
+	return l.apply(&l.rec, texts{line, ls.sc.esc}, ls.hdrs)
 }
 
-// scanned is one line as [lineScan.scan] read it. Its byte slices point
-// into the line or into the scanner's buffers of the same block, which are
-// not reused before the record is applied.
+// scanned is one line as [lineScan.scan] read it. It holds no pointers (a
+// block holds a thousand of them, written while the collector may be
+// running): its strings are spans of the block's bytes or of its scanner's
+// buffer, which are not reused before the record is applied.
 type scanned struct {
-	raw      []byte // the line, for the reference path
-	line     int32  // the line's number within its block, from 1
-	complete bool   // the line ended with a newline
-	kind     byte   // 0: not scanned (the reference path reads it); 'i', 'o', 'n' (info), 'f' or 'e'
-	hasReq   bool
+	start, end int32 // the line, in the block's bytes
+	line       int32 // the line's number within its block, from 1
+	complete   bool  // the line ended with a newline
+	kind       byte  // 0: not scanned (the reference path reads it); 'i', 'o', 'n' (info), 'f' or 'e'
+	hasReq     bool
 
 	op, ns, attempt, client, status int64
 	reqHash, reqCanon, respHash     uint64
 	respLen                         int
 	hdr0, hdr1                      int32 // the line's headers in the block's list
 
-	intent, tenant, key, method, path, msg, preview, id, effKind []byte
+	intent, tenant, key, method, path, msg, preview, id, effKind span
+}
+
+// span is a string of a scanned line: n bytes from off in the block's
+// bytes or, when off is negative, from -off-1 in its scanner's buffer.
+type span struct{ off, n int32 }
+
+// texts resolves the spans of the records of one block.
+type texts struct{ data, esc []byte }
+
+func (t texts) get(s span) []byte {
+	if s.off < 0 {
+		return t.esc[-s.off-1 : -s.off-1+s.n]
+	}
+	return t.data[s.off : s.off+s.n]
 }
 
 // scannedHeader is one response header a line carries that may be kept:
@@ -282,37 +300,38 @@ type scanned struct {
 // says that its value has an escape the scanner leaves to the parser, which
 // sends the line there if the header is kept.
 type scannedHeader struct {
-	name, value []byte
+	name, value span
 	keep        int32
 	bad         bool
 }
 
-// apply keeps what a scanned line says. hdrs is the block's header list.
+// apply keeps what a scanned line says. t and hdrs are its block's texts
+// and header list.
 // handled is false, with nothing changed, when the line must go to the
 // reference path after all.
-func (l *loader) apply(r *scanned, hdrs []scannedHeader) (handled bool, err error) {
+func (l *loader) apply(r *scanned, t texts, hdrs []scannedHeader) (handled bool, err error) {
 	switch r.kind {
 	case 'i':
 		l.count(r.ns)
 		a := Attempt{
-			Op: r.op, Tenant: l.intern(r.tenant), Key: l.mem.string(r.key), Number: int(r.attempt), Client: int(r.client),
+			Op: r.op, Tenant: l.intern(t.get(r.tenant)), Key: l.mem.string(t.get(r.key)), Number: int(r.attempt), Client: int(r.client),
 			Invoke: r.ns, Complete: -1, Outcome: Info, ReqHash: r.reqHash, ReqCanon: r.reqCanon,
 		}
-		if len(r.intent) > 0 {
-			a.Intent = l.mem.string(r.intent)
+		if r.intent.n > 0 {
+			a.Intent = l.mem.string(t.get(r.intent))
 			l.h.IntentsKnown = true
 		} else {
 			a.Intent = "key:" + a.Tenant + "/" + a.Key
 		}
 		if r.hasReq {
-			a.Method, a.Path = l.intern(r.method), l.intern(r.path)
+			a.Method, a.Path = l.intern(t.get(r.method)), l.intern(t.get(r.path))
 		}
 		return true, l.invoked(&a)
 	case 'e':
 		l.count(r.ns)
 		l.h.EffectsKnown = true
 		l.effects.add(Effect{
-			Tenant: l.intern(r.tenant), Key: l.mem.string(r.key), Intent: l.mem.string(r.intent), Kind: l.intern(r.effKind), ID: l.mem.string(r.id), NS: r.ns,
+			Tenant: l.intern(t.get(r.tenant)), Key: l.mem.string(t.get(r.key)), Intent: l.mem.string(t.get(r.intent)), Kind: l.intern(t.get(r.effKind)), ID: l.mem.string(t.get(r.id)), NS: r.ns,
 		})
 		return true, nil
 	}
@@ -326,12 +345,12 @@ func (l *loader) apply(r *scanned, hdrs []scannedHeader) (handled bool, err erro
 		for _, sh := range hdrs[r.hdr0:r.hdr1] {
 			switch {
 			case sh.keep >= 0:
-				l.hdrs = append(l.hdrs, Header{Name: l.keepNames[sh.keep], Value: l.intern(sh.value)})
-			case !l.keepName(sh.name):
+				l.hdrs = append(l.hdrs, Header{Name: l.keepNames[sh.keep], Value: l.intern(t.get(sh.value))})
+			case !l.keepName(t.get(sh.name)):
 			case sh.bad:
 				return false, nil
 			default:
-				l.hdrs = append(l.hdrs, Header{Name: l.intern(sh.name), Value: l.intern(sh.value)})
+				l.hdrs = append(l.hdrs, Header{Name: l.intern(t.get(sh.name)), Value: l.intern(t.get(sh.value))})
 			}
 		}
 	case 'f':
@@ -343,8 +362,8 @@ func (l *loader) apply(r *scanned, hdrs []scannedHeader) (handled bool, err erro
 		return true, err
 	}
 	a.Complete = r.ns
-	if len(r.msg) > 0 {
-		a.Error = l.intern(r.msg)
+	if r.msg.n > 0 {
+		a.Error = l.intern(t.get(r.msg))
 	}
 	switch typ {
 	case TypeOK:
@@ -354,9 +373,9 @@ func (l *loader) apply(r *scanned, hdrs []scannedHeader) (handled bool, err erro
 		a.RespHash = r.respHash
 		a.RespLen = r.respLen
 		if r.respLen <= PreviewBytes {
-			a.RespPreview = l.mem.string(r.preview)
+			a.RespPreview = l.mem.string(t.get(r.preview))
 		} else {
-			a.RespPreview = l.mem.concat(r.preview, "…")
+			a.RespPreview = l.mem.concat(t.get(r.preview), "…")
 		}
 		a.RespHeaders = l.mem.headerList(l.hdrs)
 	case TypeFail:
@@ -387,13 +406,15 @@ func (l *loader) keepName(k []byte) bool {
 // hdrs, until the caller empties them (per block, or per line).
 type lineScan struct {
 	sc       scanner
+	data     []byte // the block's bytes: spans are offsets into it
 	fields   lineFields
 	body     *bodyFields // the object being read by onBodyField
 	keepB    [][]byte
 	keepAny  bool // KeepHeader is set: every other header is a candidate
 	keepHdrs bool // whether onHeader collects what it reads
 	hdrs     []scannedHeader
-	hdr0     int // where the line's headers start in hdrs
+	hdr0     int   // where the line's headers start in hdrs
+	escBase  *byte // where sc.esc's array was when the line began
 	canon    canonicalizer
 	// The scanner's callbacks, made once rather than once per line.
 	onField, onBodyField, onHeader func(k []byte, at int) (int, bool)
@@ -422,6 +443,13 @@ func (ls *lineScan) scan(line []byte, r *scanned) bool {
 	s.line = line
 	r.kind = 0
 	ls.hdr0 = len(ls.hdrs)
+	// Spans into the scanner's buffer are taken as pointers are: room is
+	// made for what one line can unescape and decode (each string at most
+	// once, a base64 body twice, and the rest of the line that strText
+	// reserves), so that the buffer does not move during the line; if it
+	// did after all, the line goes to the reference path.
+	s.esc = slices.Grow(s.esc, 3*len(line)+16)
+	ls.escBase = unsafe.SliceData(s.esc[:cap(s.esc)])
 	i := s.ws(0)
 	if i >= len(line) || line[i] != '{' {
 		return false
@@ -443,11 +471,27 @@ func (ls *lineScan) scan(line []byte, r *scanned) bool {
 	} else {
 		ok = false
 	}
+	if ok && unsafe.SliceData(s.esc[:cap(s.esc)]) != ls.escBase {
+		ok = false
+	}
 	if !ok {
 		r.kind = 0
 		ls.hdrs = ls.hdrs[:ls.hdr0]
 	}
 	return ok
+}
+
+// span returns where b, a string of the line being scanned, lies: in the
+// block's bytes or in the scanner's buffer.
+func (ls *lineScan) span(b []byte) span {
+	if len(b) == 0 {
+		return span{}
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if e := uintptr(unsafe.Pointer(ls.escBase)); p >= e && p < e+uintptr(cap(ls.sc.esc)) {
+		return span{off: -int32(p-e) - 1, n: int32(len(b))}
+	}
+	return span{off: int32(p - uintptr(unsafe.Pointer(unsafe.SliceData(ls.data)))), n: int32(len(b))}
 }
 
 // field records the first occurrence of a top-level member that the direct
@@ -552,16 +596,16 @@ func (ls *lineScan) invoke(f *lineFields, r *scanned) bool {
 		return false
 	}
 	r.hasReq = f.req.kind != 0
-	r.method, r.path = nil, nil
+	r.method, r.path = span{}, span{}
 	r.reqHash, r.reqCanon = 0, 0
 	if r.hasReq {
 		if f.req.kind != '{' {
 			return false
 		}
 		b := &f.reqB
-		var ok1, ok2 bool
-		r.method, ok1 = s.optStr(b.method)
-		r.path, ok2 = s.optStr(b.path)
+		method, ok1 := s.optStr(b.method)
+		path, ok2 := s.optStr(b.path)
+		r.method, r.path = ls.span(method), ls.span(path)
 		if !ok1 || !ok2 || !headersOK(b.headers) {
 			return false
 		}
@@ -573,7 +617,8 @@ func (ls *lineScan) invoke(f *lineFields, r *scanned) bool {
 		r.reqCanon = ls.canon.hash(body, r.reqHash)
 	}
 	r.kind = 'i'
-	r.op, r.ns, r.intent, r.tenant, r.key, r.attempt, r.client = op, ns, intent, tenant, key, attempt, client
+	r.op, r.ns, r.attempt, r.client = op, ns, attempt, client
+	r.intent, r.tenant, r.key = ls.span(intent), ls.span(tenant), ls.span(key)
 	return true
 }
 
@@ -607,12 +652,12 @@ func (ls *lineScan) complete(f *lineFields, t []byte, r *scanned) bool {
 		r.status = status
 		r.respHash = Hash(body)
 		r.respLen = len(body)
-		r.preview = body[:min(len(body), PreviewBytes)]
+		r.preview = ls.span(body[:min(len(body), PreviewBytes)])
 		r.hdr1 = int32(len(ls.hdrs))
 	} else if t[0] == 'f' {
 		r.kind = 'f'
 	}
-	r.op, r.ns, r.msg = op, ns, msg
+	r.op, r.ns, r.msg = op, ns, ls.span(msg)
 	return true
 }
 
@@ -634,7 +679,7 @@ func (ls *lineScan) effect(f *lineFields, r *scanned) bool {
 		}
 	}
 	r.kind = 'e'
-	r.id, r.tenant, r.key, r.intent, r.effKind, r.ns = id, tenant, key, intent, kind, ns
+	r.id, r.tenant, r.key, r.intent, r.effKind, r.ns = ls.span(id), ls.span(tenant), ls.span(key), ls.span(intent), ls.span(kind), ns
 	return true
 }
 
@@ -656,13 +701,16 @@ func (ls *lineScan) header(k []byte, at int) (int, bool) {
 		return end, ok
 	}
 	kept := false
+	var b []byte
 	for i, kb := range ls.keepB {
 		if len(k) == len(kb) && bytes.EqualFold(k, kb) {
-			b, ok := ls.sc.text(v)
-			if !ok {
-				return 0, false
+			if !kept {
+				var ok bool
+				if b, ok = ls.sc.text(v); !ok {
+					return 0, false
+				}
 			}
-			ls.hdrs = append(ls.hdrs, scannedHeader{name: k, value: b, keep: int32(i)})
+			ls.hdrs = append(ls.hdrs, scannedHeader{name: ls.span(k), value: ls.span(b), keep: int32(i)})
 			kept = true
 		}
 	}
@@ -671,7 +719,7 @@ func (ls *lineScan) header(k []byte, at int) (int, bool) {
 			return 0, false // an escaped name: the reference path decodes it
 		}
 		b, ok := ls.sc.text(v)
-		ls.hdrs = append(ls.hdrs, scannedHeader{name: k, value: b, keep: -1, bad: !ok})
+		ls.hdrs = append(ls.hdrs, scannedHeader{name: ls.span(k), value: ls.span(b), keep: -1, bad: !ok})
 	}
 	return end, true
 }

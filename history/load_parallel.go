@@ -14,7 +14,7 @@ import (
 // goroutine at once: enough lines (about a thousand) that handing them over
 // costs little, few enough that a small history still spreads over the
 // goroutines and the blocks in flight stay a few MiB.
-const loadBlock = 256 << 10
+const loadBlock = 128 << 10
 
 // maxBlock bounds a block grown to hold one long line, in blocks: 8 MiB. A
 // longer line, and everything after it, is read by the serial loop, which
@@ -171,30 +171,33 @@ func fill(r io.Reader, buf []byte, size, limit int) (_ []byte, nl int, eof bool,
 // [Reader.nextLine] (a byte order mark dropped from line 1, blank lines
 // counted and skipped, a last line without a newline not complete).
 func (ls *lineScan) scanBlock(b *block) {
-	ls.sc.esc, ls.hdrs = b.esc[:0], b.hdrs[:0]
+	ls.sc.esc, ls.hdrs, ls.data = b.esc[:0], b.hdrs[:0], b.data
+	if cap(b.recs) == 0 {
+		b.recs = make([]scanned, 0, len(b.data)/64)
+	}
 	b.recs = b.recs[:0]
 	data := b.data
-	n := int32(0)
-	for len(data) > 0 {
-		raw, complete := data, false
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			raw, data, complete = data[:i], data[i+1:], true
-		} else {
-			data = nil
+	n, pos := int32(0), 0
+	for pos < len(data) {
+		start, end, complete := pos, len(data), false
+		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+			end, complete = pos+i, true
 		}
+		pos = end + 1
 		n++
-		if n == 1 && b.first {
-			raw = bytes.TrimPrefix(raw, utf8BOM)
+		if n == 1 && b.first && bytes.HasPrefix(data[start:end], utf8BOM) {
+			start += len(utf8BOM)
 		}
+		raw := data[start:end]
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
-		b.recs = append(b.recs, scanned{raw: raw, line: n, complete: complete})
+		b.recs = append(b.recs, scanned{start: int32(start), end: int32(end), line: n, complete: complete})
 		ls.scan(raw, &b.recs[len(b.recs)-1])
 	}
 	b.lines = int(n)
 	b.esc, b.hdrs = ls.sc.esc, ls.hdrs
-	ls.sc.esc, ls.hdrs, ls.sc.line = nil, nil, nil
+	ls.sc.esc, ls.hdrs, ls.sc.line, ls.data = nil, nil, nil, nil
 }
 
 // applyBlock applies the scanned lines of b in order, as [loadSerial] would
@@ -203,10 +206,11 @@ func (l *loader) applyBlock(rd *Reader, b *block, z *sizer, e *Event) (stop bool
 	base := rd.line
 	for i := range b.recs {
 		r := &b.recs[i]
+		raw := b.data[r.start:r.end]
 		rd.line = base + int(r.line)
-		z.line(len(r.raw)+1, l)
+		z.line(len(raw)+1, l)
 		if rd.sawMeta && r.kind != 0 {
-			handled, err := l.apply(r, b.hdrs)
+			handled, err := l.apply(r, texts{b.data, b.esc}, b.hdrs)
 			if err != nil {
 				return false, &LineError{Line: rd.line, Msg: err.Error()}
 			}
@@ -214,7 +218,7 @@ func (l *loader) applyBlock(rd *Reader, b *block, z *sizer, e *Event) (stop bool
 				continue
 			}
 		}
-		if stop, err := l.slow(rd, r.raw, r.complete, e); stop || err != nil {
+		if stop, err := l.slow(rd, raw, r.complete, e); stop || err != nil {
 			return stop, err
 		}
 	}
