@@ -42,7 +42,10 @@ type block struct {
 // reference path here, in its turn.
 func loadParallel(r io.Reader, h *History, l *loader, z *sizer, workers, size int) (*History, error) {
 	rd := &Reader{}
-	inflight := 2*workers + 2
+	// Enough blocks in flight that each worker has one to scan while the
+	// next waits and this goroutine applies another; more would only add
+	// to the heap.
+	inflight := workers + 2
 	work := make(chan *block, inflight)
 	var quit atomic.Bool
 	var wg sync.WaitGroup
@@ -173,7 +176,7 @@ func fill(r io.Reader, buf []byte, size, limit int) (_ []byte, nl int, eof bool,
 func (ls *lineScan) scanBlock(b *block) {
 	ls.sc.esc, ls.hdrs, ls.data = b.esc[:0], b.hdrs[:0], b.data
 	if cap(b.recs) == 0 {
-		b.recs = make([]scanned, 0, len(b.data)/64)
+		b.recs = make([]scanned, 0, len(b.data)/100) // lines of a history are 100 to 400 bytes
 	}
 	b.recs = b.recs[:0]
 	data := b.data
