@@ -247,7 +247,10 @@ func (d deadlined) Check(h *history.History, effects []history.Effect) Result {
 	return d.c.Check(h, effects)
 }
 
-func (a all) checkIndex(ix *index) Result {
+func (a all) checkIndex(ix *index) Result { return a.checkOn(ix, runtime.GOMAXPROCS(0)) }
+
+// checkOn runs a's checks on up to workers goroutines.
+func (a all) checkOn(ix *index, workers int) Result {
 	h, effects := ix.h, ix.effects
 	parts := make([]Result, len(a))
 	run := func(i int) {
@@ -260,7 +263,7 @@ func (a all) checkIndex(ix *index) Result {
 	// The checks are independent once the index is built (it builds each
 	// part once, under a lock): with more than one processor they run
 	// side by side, and their results are joined in order, as in series.
-	if workers := min(runtime.GOMAXPROCS(0), len(a)); workers > 1 {
+	if workers = min(workers, len(a)); workers > 1 {
 		order := runOrder(a)
 		var next atomic.Int32
 		var wg sync.WaitGroup
