@@ -8,14 +8,17 @@ import (
 
 // intentState is what one intent did and produced.
 //
-// A history holds hundreds of thousands of intents, so the record is kept
-// small: its id is its first attempt's, and the effects attributed to it
-// are kept only on its unit ([unit.exact]).
+// A history holds hundreds of thousands of intents, units and groups, so
+// their records are kept small: no slice headers and no pointers, only
+// indices into the attribution's shared arrays (a unit of slices and
+// pointers took 64 bytes, this one 24). An intent's id is its first
+// attempt's, and the effects attributed to it are kept only on its unit.
 type intentState struct {
-	attempts []int32 // indices into h.Attempts, in history order
-	acked    int32   // first attempt with a 2xx, or -1
-	anyIndet bool    // some attempt may have executed unseen
-	unit     *unit
+	first     int32 // its first attempt
+	att, nAtt int32 // its attempts: attribution.attempts[att:att+nAtt], in history order
+	acked     int32 // first attempt with a 2xx, or -1
+	unit      int32 // its unit, in attribution.units
+	anyIndet  bool  // some attempt may have executed unseen
 }
 
 // unit is what the service must treat as one request: one intent, or
@@ -24,37 +27,22 @@ type intentState struct {
 // that was acknowledged must have one effect; one that may have executed,
 // at most one; one only ever rejected, none.
 type unit struct {
-	intents []*intentState
-	acked   *intentState // the first acknowledged intent, or nil
-	exact   []int32      // effects attributed exactly to one of its intents
-	group   *group
+	in, nIn int32 // its intents: attribution.members[in:in+nIn]
+	acked   int32 // the first acknowledged intent, or -1
+	ex, nEx int32 // effects attributed exactly to one of its intents: attribution.exact[ex:ex+nEx]
+	group   int32
 }
 
 // id returns the intent's id.
-func (st *intentState) id(h *history.History) string { return h.Attempts[st.attempts[0]].Intent }
-
-// indet reports whether some attempt of the unit may have executed unseen.
-func (u *unit) indet() bool {
-	for _, st := range u.intents {
-		if st.anyIndet {
-			return true
-		}
-	}
-	return false
-}
-
-// executed reports whether the unit has an effect that is surely its own.
-func (u *unit) executed() bool {
-	return len(u.exact) > 0 || (len(u.group.units) == 1 && len(u.group.pool()) > 0)
-}
+func (st *intentState) id(h *history.History) string { return h.Attempts[st.first].Intent }
 
 // group is a set of units joined by the (tenant, key)s they used: the
 // effects that name only a (tenant, key) ([history.Effect] without a
 // known intent) are shared by the group, and only their count can be
 // judged when the group holds more than one unit.
 type group struct {
-	units  []*unit
-	shared *[]int32 // effects attributed by (tenant, key) only; a pointer, as most groups have none
+	un, nUn int32    // its units: attribution.unitsOf[un:un+nUn]
+	shared  *[]int32 // effects attributed by (tenant, key) only; a pointer, as most groups have none
 }
 
 // pool returns the effects attributed to the group by (tenant, key) only.
@@ -68,8 +56,61 @@ func (g *group) pool() []int32 {
 // attribution joins effects to intents.
 type attribution struct {
 	intents []intentState // in order of first attempt
+	units   []unit        // in order of first intent
 	groups  []group       // in order of first attempt
 	orphans int           // effects no attempt of the history explains
+
+	// The lists of the records above, each laid out in one array.
+	attempts, members, unitList, exact []int32
+}
+
+// attemptsOf returns the attempts of an intent, in history order.
+func (at *attribution) attemptsOf(st *intentState) []int32 {
+	return at.attempts[st.att : st.att+st.nAtt : st.att+st.nAtt]
+}
+
+// intentsOf returns the intents of a unit (indices into at.intents).
+func (at *attribution) intentsOf(u *unit) []int32 { return at.members[u.in : u.in+u.nIn : u.in+u.nIn] }
+
+// firstOf returns a unit's first intent.
+func (at *attribution) firstOf(u *unit) *intentState { return &at.intents[at.members[u.in]] }
+
+// ackedOf returns a unit's first acknowledged intent, or nil.
+func (at *attribution) ackedOf(u *unit) *intentState {
+	if u.acked < 0 {
+		return nil
+	}
+	return &at.intents[u.acked]
+}
+
+// exactOf returns the effects attributed exactly to a unit's intents.
+func (at *attribution) exactOf(u *unit) []int32 { return at.exact[u.ex : u.ex+u.nEx : u.ex+u.nEx] }
+
+// unitsOf returns the units of a group (indices into at.units).
+func (at *attribution) unitsOf(g *group) []int32 {
+	return at.unitList[g.un : g.un+g.nUn : g.un+g.nUn]
+}
+
+// unitOf returns an intent's unit.
+func (at *attribution) unitOf(st *intentState) *unit { return &at.units[st.unit] }
+
+// groupOf returns a unit's group.
+func (at *attribution) groupOf(u *unit) *group { return &at.groups[u.group] }
+
+// indet reports whether some attempt of the unit may have executed unseen.
+func (at *attribution) indet(u *unit) bool {
+	for _, s := range at.intentsOf(u) {
+		if at.intents[s].anyIndet {
+			return true
+		}
+	}
+	return false
+}
+
+// executed reports whether the unit has an effect that is surely its own.
+func (at *attribution) executed(u *unit) bool {
+	g := at.groupOf(u)
+	return u.nEx > 0 || (g.nUn == 1 && len(g.pool()) > 0)
 }
 
 type tenantKey struct{ tenant, key string }
@@ -96,16 +137,14 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	}
 	states := make([]intentState, 0, len(h.Attempts))
 	var id string
-	firstOf := make([]int32, 0, len(h.Attempts)) // first attempt of each state
-	isID := func(s int32) bool { return h.Attempts[firstOf[s]].Intent == id }
+	isID := func(s int32) bool { return h.Attempts[states[s].first].Intent == id }
 	attemptOf := make([]int32, len(h.Attempts))
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
 		id = a.Intent
 		s, ok := byID.lookup(id, int32(len(states)), isID)
 		if !ok {
-			states = append(states, intentState{acked: -1})
-			firstOf = append(firstOf, int32(i))
+			states = append(states, intentState{first: int32(i), acked: -1})
 		}
 		attemptOf[i] = s
 		st := &states[s]
@@ -119,7 +158,11 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 		}
 	}
 	at := &attribution{intents: states}
-	spread(attemptOf, states, func(st *intentState) *[]int32 { return &st.attempts })
+	var start []int32
+	at.attempts, start = bucket(attemptOf, len(states), nil)
+	for s := range states {
+		states[s].att, states[s].nAtt = start[s], start[s+1]-start[s]
+	}
 
 	// Units and groups: two union-finds over the intents. Only a scope
 	// used by several intents joins anything.
@@ -149,7 +192,7 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	for i := range effects {
 		effectOf[i] = -1
 		if e := &effects[i]; e.Intent != "" {
-			if int(next) < len(states) && h.Attempts[firstOf[next]].Intent == e.Intent {
+			if int(next) < len(states) && h.Attempts[states[next].first].Intent == e.Intent {
 				effectOf[i] = next
 				next++
 				continue
@@ -179,70 +222,45 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	}
 
 	// Number the units and groups in order of first intent, then lay their
-	// member lists out in two flat arrays (no allocation per unit).
+	// member lists out in flat arrays (no allocation per unit).
 	unitNo := make([]int32, len(states)) // unit of each intent
 	groupNo := make([]int32, 0, len(states))
-	// One element longer than needed: they are reused below as nIntents
-	// and nUnits, which need one more than there are units and groups.
-	rootUnit := make([]int32, len(states)+1) // unit number of each root + 1
-	rootGroup := make([]int32, len(states)+1)
+	rootUnit := start[:len(states)] // reused: unit number of each root + 1
+	clear(rootUnit)
+	rootGroup := make([]int32, len(states)) // group number of each root + 1
+	nGroups := 0
 	for s := range states {
 		ur := unitOf.find(int32(s))
 		if rootUnit[ur] == 0 {
 			gr := groupOf.find(int32(s))
 			if rootGroup[gr] == 0 {
-				rootGroup[gr] = int32(len(groupNo)) + 1
+				nGroups++
+				rootGroup[gr] = int32(nGroups)
 			}
 			groupNo = append(groupNo, rootGroup[gr]-1) // the group of unit len(groupNo)
 			rootUnit[ur] = int32(len(groupNo))
 		}
 		unitNo[s] = rootUnit[ur] - 1
 	}
-	nGroups := 0
-	for _, g := range groupNo {
-		nGroups = max(nGroups, int(g)+1)
-	}
 	units := make([]unit, len(groupNo))
 	groups := make([]group, nGroups)
-	intentsFlat := make([]*intentState, len(states))
-	unitsFlat := make([]*unit, len(units))
-	nIntents := rootUnit[:len(units)+1]
-	clear(nIntents)
-	for _, u := range unitNo {
-		nIntents[u+1]++
-	}
-	nUnits := rootGroup[:nGroups+1]
-	clear(nUnits)
-	for _, g := range groupNo {
-		nUnits[g+1]++
-	}
-	for i := 1; i < len(nIntents); i++ {
-		nIntents[i] += nIntents[i-1]
-	}
-	for i := 1; i < len(nUnits); i++ {
-		nUnits[i] += nUnits[i-1]
-	}
+	at.members, start = bucket(unitNo, len(units), rootUnit[:0])
 	for u := range units {
-		units[u].intents = intentsFlat[nIntents[u]:nIntents[u]:nIntents[u+1]]
-		units[u].group = &groups[groupNo[u]]
+		units[u] = unit{in: start[u], nIn: start[u+1] - start[u], acked: -1, group: groupNo[u]}
 	}
+	at.unitList, start = bucket(groupNo, nGroups, start[:0])
 	for g := range groups {
-		groups[g].units = unitsFlat[nUnits[g]:nUnits[g]:nUnits[g+1]]
-	}
-	for u := range units {
-		g := &groups[groupNo[u]]
-		g.units = append(g.units, &units[u])
+		groups[g] = group{un: start[g], nUn: start[g+1] - start[g]}
 	}
 	for s := range states {
 		st := &states[s]
 		u := &units[unitNo[s]]
-		u.intents = append(u.intents, st)
-		st.unit = u
-		if st.acked >= 0 && (u.acked == nil || h.Attempts[st.acked].Complete < h.Attempts[u.acked.acked].Complete) {
-			u.acked = st
+		st.unit = unitNo[s]
+		if st.acked >= 0 && (u.acked < 0 || h.Attempts[st.acked].Complete < h.Attempts[states[u.acked].acked].Complete) {
+			u.acked = int32(s)
 		}
 	}
-	at.groups = groups
+	at.units, at.groups = units, groups
 
 	for i := range effects {
 		e := &effects[i]
@@ -254,7 +272,7 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 			at.orphans++
 			continue
 		}
-		g := states[s].unit.group
+		g := &groups[units[states[s].unit].group]
 		if g.shared == nil {
 			g.shared = new([]int32)
 		}
@@ -266,7 +284,10 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 			effectOf[i] = unitNo[s]
 		}
 	}
-	spread(effectOf, units, func(u *unit) *[]int32 { return &u.exact })
+	at.exact, start = bucket(effectOf, len(units), start[:0])
+	for u := range units {
+		units[u].ex, units[u].nEx = start[u], start[u+1]-start[u]
+	}
 	return at
 }
 
@@ -315,8 +336,9 @@ func joinScope(h *history.History, idx []int32, attemptOf []int32, unitOf, group
 
 // effectsOf returns the effects a group's only unit produced: the exact
 // ones and the pool, in effect order.
-func (g *group) effectsOf() []int32 {
-	out := append(append([]int32{}, g.units[0].exact...), g.pool()...)
+func (at *attribution) effectsOf(g *group) []int32 {
+	u := &at.units[at.unitsOf(g)[0]]
+	out := append(append([]int32{}, at.exactOf(u)...), g.pool()...)
 	slices.Sort(out)
 	return out
 }
@@ -351,26 +373,33 @@ func (u unionFind) join(a, b int32) {
 	u[rb] = ra // the earlier intent represents the set
 }
 
-// spread gives every state the list of the items assigned to it (of[i] is
-// the state of item i, -1 for none), keeping the items' order.
-func spread[T any](of []int32, states []T, list func(*T) *[]int32) {
-	n := make([]int32, len(states)+1)
-	for _, s := range of {
-		if s >= 0 {
-			n[s+1]++
+// bucket lays out the items assigned to each of n lists (of[i] is the list
+// of item i, -1 for none) in one array, keeping the items' order: list k is
+// flat[start[k]:start[k+1]]. start reuses scratch when it is large enough.
+func bucket(of []int32, n int, scratch []int32) (flat, start []int32) {
+	if cap(scratch) >= n+1 {
+		start = scratch[:n+1]
+		clear(start)
+	} else {
+		start = make([]int32, n+1)
+	}
+	for _, k := range of {
+		if k >= 0 {
+			start[k+1]++
 		}
 	}
-	for s := 1; s < len(n); s++ {
-		n[s] += n[s-1]
+	for k := 1; k <= n; k++ {
+		start[k] += start[k-1]
 	}
-	flat := make([]int32, n[len(states)])
-	for s := range states {
-		*list(&states[s]) = flat[n[s]:n[s]:n[s+1]]
-	}
-	for i, s := range of {
-		if s >= 0 {
-			l := list(&states[s])
-			*l = append(*l, int32(i))
+	flat = make([]int32, start[n])
+	for i, k := range of {
+		if k >= 0 {
+			flat[start[k]] = int32(i)
+			start[k]++
 		}
 	}
+	// start[k] is now where list k ends, which is where k+1 starts.
+	copy(start[1:], start[:n])
+	start[0] = 0
+	return flat, start
 }

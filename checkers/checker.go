@@ -2,8 +2,12 @@ package checkers
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemchaos/idemchaos/history"
@@ -243,19 +247,68 @@ func (d deadlined) Check(h *history.History, effects []history.Effect) Result {
 	return d.c.Check(h, effects)
 }
 
-func (a all) checkIndex(ix *index) Result {
+func (a all) checkIndex(ix *index) Result { return a.checkOn(ix, runtime.GOMAXPROCS(0)) }
+
+// checkOn runs a's checks on up to workers goroutines.
+func (a all) checkOn(ix *index, workers int) Result {
 	h, effects := ix.h, ix.effects
-	r := Result{Name: a.Name()}
-	for _, c := range a {
-		var p Result
-		if ic, ok := c.(indexed); ok {
-			p = ic.check(ix)
+	parts := make([]Result, len(a))
+	run := func(i int) {
+		if ic, ok := a[i].(indexed); ok {
+			parts[i] = ic.check(ix)
 		} else {
-			p = c.Check(h, effects)
+			parts[i] = a[i].Check(h, effects)
 		}
+	}
+	// The checks are independent once the index is built (it builds each
+	// part once, under a lock): with more than one processor they run
+	// side by side, and their results are joined in order, as in series.
+	if workers = min(workers, len(a)); workers > 1 {
+		order := runOrder(a)
+		var next atomic.Int32
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for {
+					j := int(next.Add(1)) - 1
+					if j >= len(order) {
+						return
+					}
+					run(order[j])
+				}
+			})
+		}
+		wg.Wait()
+	} else {
+		for i := range a {
+			run(i)
+		}
+	}
+	r := Result{Name: a.Name()}
+	for _, p := range parts {
 		r.addPart(p)
 	}
 	return r
+}
+
+// runFirst ranks the checks that are best started first when they run side
+// by side: exactly-once builds the groups and the attribution the others
+// wait for, while tenant-isolation and in-flight-conflict, long and needing
+// no attribution, keep the other processors busy meanwhile.
+var runFirst = map[string]int{"exactly-once": 1, "tenant-isolation": 2, "in-flight-conflict": 3, "eventually-decided": 4}
+
+// runOrder returns the indices of a's checks in the order they are started.
+func runOrder(a all) []int {
+	order := make([]int, len(a))
+	rank := make([]int, len(a))
+	for i, c := range a {
+		order[i], rank[i] = i, len(runFirst)+1
+		if r, ok := runFirst[c.Name()]; ok {
+			rank[i] = r
+		}
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return rank[x] - rank[y] })
+	return order
 }
 
 // finish sorts the violations and settles the verdict: violations are

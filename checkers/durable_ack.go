@@ -52,11 +52,12 @@ func (c durableAck) check(ix *index) Result {
 		// The units acknowledged by a process that then crashed.
 		var hit []*unit
 		var crashOf []int64
-		for _, u := range g.units {
-			if u.acked == nil {
+		for _, ui := range attr.unitsOf(g) {
+			u := &attr.units[ui]
+			if u.acked < 0 {
 				continue
 			}
-			ack := &h.Attempts[u.acked.acked]
+			ack := &h.Attempts[attr.ackedOf(u).acked]
 			// The attempt was sent before the crash: its success can only
 			// have come from the process that then died (a connection does
 			// not survive its server), even when the client recorded the
@@ -66,9 +67,9 @@ func (c durableAck) check(ix *index) Result {
 			}
 		}
 		r.Checked += len(hit)
-		if len(g.units) == 1 {
-			if len(hit) == 1 && !hit[0].executed() {
-				r.Violations = append(r.Violations, c.lost(h, hit[0], crashOf[0]))
+		if g.nUn == 1 {
+			if len(hit) == 1 && !attr.executed(hit[0]) {
+				r.Violations = append(r.Violations, c.lost(h, attr, hit[0], crashOf[0]))
 			}
 			continue
 		}
@@ -78,7 +79,7 @@ func (c durableAck) check(ix *index) Result {
 		var first *unit
 		var crash int64
 		for i, u := range hit {
-			if len(u.exact) == 0 {
+			if u.nEx == 0 {
 				if need == 0 {
 					first, crash = u, crashOf[i]
 				}
@@ -90,11 +91,11 @@ func (c durableAck) check(ix *index) Result {
 			most = max(most, len(k.idx))
 		}
 		if need > most {
-			v := c.lost(h, first, crash)
+			v := c.lost(h, attr, first, crash)
 			if need > 1 || len(g.pool()) > 0 {
 				v.Intent = ""
 				v.Explanation = fmt.Sprintf("%s: %d requests acknowledged by the process that crashed at %s have only %d effects after the restart (op %d was the first acknowledged); an acknowledged write must survive a crash.",
-					describeGroup(h, g), need, at(crash), most, v.Ops[0])
+					describeGroup(h, attr, g), need, at(crash), most, v.Ops[0])
 			}
 			r.Violations = append(r.Violations, v)
 		}
@@ -112,8 +113,8 @@ func settleDurableAck(r Result, h *history.History) Result {
 	return r
 }
 
-func (c durableAck) lost(h *history.History, u *unit, crash int64) Violation {
-	st := u.acked
+func (c durableAck) lost(h *history.History, attr *attribution, u *unit, crash int64) Violation {
+	st := attr.ackedOf(u)
 	ack := &h.Attempts[st.acked]
 	return Violation{
 		Invariant: c.Name(), Tenant: ack.Tenant, Method: ack.Method, Path: ack.Path, Key: ack.Key, Intent: st.id(h),

@@ -43,9 +43,9 @@ func (c exactlyOnce) check(ix *index) Result {
 	var bodies map[bodyScope][]*intentState
 	for gi := range at.groups {
 		g := &at.groups[gi]
-		r.Checked += len(g.units)
-		if len(g.units) == 1 {
-			if v, bad := c.judgeUnit(h, effects, g.units[0], g.effectsOf(), unread, &bodies, at); bad {
+		r.Checked += int(g.nUn)
+		if g.nUn == 1 {
+			if v, bad := c.judgeUnit(h, effects, &at.units[at.unitsOf(g)[0]], at.effectsOf(g), unread, &bodies, at); bad {
 				r.Violations = append(r.Violations, v)
 			}
 			continue
@@ -53,7 +53,7 @@ func (c exactlyOnce) check(ix *index) Result {
 		if bodies == nil {
 			bodies = indexBodies(h, at)
 		}
-		r.Violations = append(r.Violations, c.judgeGroup(h, effects, g, unread, bodies)...)
+		r.Violations = append(r.Violations, c.judgeGroup(h, effects, at, g, unread, bodies)...)
 	}
 	r.t.orphans, r.t.unread = at.orphans, unread
 	return settleExactlyOnce(r, h)
@@ -79,9 +79,9 @@ func settleExactlyOnce(r Result, h *history.History) Result {
 
 // judgeUnit judges a group of one unit: every effect the group has is its.
 func (c exactlyOnce) judgeUnit(h *history.History, effects []history.Effect, u *unit, fx []int32, unread bool, bodies *map[bodyScope][]*intentState, at *attribution) (Violation, bool) {
-	st := u.intents[0]
-	if u.acked != nil {
-		st = u.acked
+	st := at.firstOf(u)
+	if u.acked >= 0 {
+		st = at.ackedOf(u)
 	}
 	if len(fx) >= 2 { // fewer cannot be a duplicate
 		kinds := groupKinds(effects, fx)
@@ -92,22 +92,22 @@ func (c exactlyOnce) judgeUnit(h *history.History, effects []history.Effect, u *
 			}
 		}
 		if len(dup) > 0 {
-			return c.duplicate(h, effects, u, st, kinds, dup), true
+			return c.duplicate(h, effects, at, u, st, kinds, dup), true
 		}
 	}
-	first := &h.Attempts[st.attempts[0]]
+	first := &h.Attempts[st.first]
 	switch {
-	case u.acked != nil && len(fx) == 0 && !unread:
+	case u.acked >= 0 && len(fx) == 0 && !unread:
 		if *bodies == nil {
 			*bodies = indexBodies(h, at)
 		}
-		return c.lost(h, st, *bodies), true
-	case u.acked == nil && !u.indet() && len(fx) > 0:
+		return c.lost(h, at, st, *bodies), true
+	case u.acked < 0 && !at.indet(u) && len(fx) > 0:
 		return Violation{
 			Invariant: c.Name(), Tenant: first.Tenant, Method: first.Method, Path: first.Path, Key: first.Key, Intent: st.id(h),
-			Ops: unitOps(h, u),
+			Ops: opsOf(h, unitAttempts(at, u)),
 			Explanation: fmt.Sprintf("%s was never acknowledged (answers: %s) yet produced %s; a request that was only ever rejected must have no effect.",
-				describeIntent(h, st), answers(h, unitAttempts(u)), effectList(effects, fx)),
+				describeIntent(h, st), answers(h, unitAttempts(at, u)), effectList(effects, fx)),
 			Cause: "the service executed the request and then answered with a rejection: the rejection is decided after the business write, or an error after the commit is reported as a failure",
 		}, true
 	}
@@ -119,11 +119,13 @@ func (c exactlyOnce) judgeUnit(h *history.History, effects []history.Effect, u *
 // counted against what the units together may have produced, and a
 // shortfall or an excess is reported for the group, never pinned on one
 // intent the evidence cannot single out.
-func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, g *group, unread bool, bodies map[bodyScope][]*intentState) []Violation {
+func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, at *attribution, g *group, unread bool, bodies map[bodyScope][]*intentState) []Violation {
 	var out []Violation
-	for _, u := range g.units {
-		if len(u.exact) >= 2 {
-			kinds := groupKinds(effects, u.exact)
+	units := at.unitsOf(g)
+	for _, ui := range units {
+		u := &at.units[ui]
+		if u.nEx >= 2 {
+			kinds := groupKinds(effects, at.exactOf(u))
 			var dup []kindEffects
 			for _, k := range kinds {
 				if len(k.idx) >= 2 {
@@ -131,11 +133,11 @@ func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, g 
 				}
 			}
 			if len(dup) > 0 {
-				st := u.intents[0]
-				if u.acked != nil {
-					st = u.acked
+				st := at.firstOf(u)
+				if u.acked >= 0 {
+					st = at.ackedOf(u)
 				}
-				out = append(out, c.duplicate(h, effects, u, st, kinds, dup))
+				out = append(out, c.duplicate(h, effects, at, u, st, kinds, dup))
 			}
 		}
 	}
@@ -143,8 +145,8 @@ func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, g 
 	// that kind can absorb: one each if acknowledged or maybe executed.
 	pool := groupKinds(effects, g.pool())
 	need := 0 // acknowledged units with no exact effect at all
-	for _, u := range g.units {
-		if u.acked != nil && len(u.exact) == 0 {
+	for _, ui := range units {
+		if u := &at.units[ui]; u.acked >= 0 && u.nEx == 0 {
 			need++
 		}
 	}
@@ -152,13 +154,13 @@ func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, g 
 	for _, k := range pool {
 		most = max(most, len(k.idx))
 		room := 0
-		for _, u := range g.units {
-			if (u.acked != nil || u.indet()) && !hasKind(effects, u.exact, k.kind) {
+		for _, ui := range units {
+			if u := &at.units[ui]; (u.acked >= 0 || at.indet(u)) && !hasKind(effects, at.exactOf(u), k.kind) {
 				room++
 			}
 		}
 		if len(k.idx) > room {
-			out = append(out, c.groupExcess(h, effects, g, k, room))
+			out = append(out, c.groupExcess(h, effects, at, g, k, room))
 		}
 	}
 	switch {
@@ -166,13 +168,13 @@ func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, g 
 	case most == 0:
 		// No effect names only the key: each acknowledged unit without an
 		// effect of its own is certainly the one that lacks it.
-		for _, u := range g.units {
-			if u.acked != nil && len(u.exact) == 0 {
-				out = append(out, c.lost(h, u.acked, bodies))
+		for _, ui := range units {
+			if u := &at.units[ui]; u.acked >= 0 && u.nEx == 0 {
+				out = append(out, c.lost(h, at, at.ackedOf(u), bodies))
 			}
 		}
 	default:
-		out = append(out, c.groupShortfall(h, g, need, most, pool))
+		out = append(out, c.groupShortfall(h, at, g, need, most, pool))
 	}
 	return out
 }
@@ -186,16 +188,16 @@ func hasKind(effects []history.Effect, idx []int32, kind string) bool {
 	return false
 }
 
-func (c exactlyOnce) groupExcess(h *history.History, effects []history.Effect, g *group, k kindEffects, room int) Violation {
-	v := c.groupViolation(h, g)
+func (c exactlyOnce) groupExcess(h *history.History, effects []history.Effect, at *attribution, g *group, k kindEffects, room int) Violation {
+	v := c.groupViolation(h, at, g)
 	v.Explanation = fmt.Sprintf("%s: %s %s between them, which name no intent, where at most %d could have executed; each request may execute once.",
-		describeGroup(h, g), countOf(len(k.idx), k.kind), "("+effectList(effects, k.idx)+")", room)
-	st := g.units[0].intents[0]
-	all := unitAttemptsOf(g)
+		describeGroup(h, at, g), countOf(len(k.idx), k.kind), "("+effectList(effects, k.idx)+")", room)
+	st := at.firstOf(&at.units[at.unitsOf(g)[0]])
+	all := unitAttemptsOf(at, g)
 	retried := false
-	for _, u := range g.units {
-		for _, x := range u.intents {
-			retried = retried || len(x.attempts) > 1
+	for _, ui := range at.unitsOf(g) {
+		for _, s := range at.intentsOf(&at.units[ui]) {
+			retried = retried || at.intents[s].nAtt > 1
 		}
 	}
 	if retried {
@@ -206,13 +208,14 @@ func (c exactlyOnce) groupExcess(h *history.History, effects []history.Effect, g
 	return v
 }
 
-func (c exactlyOnce) groupShortfall(h *history.History, g *group, need, found int, pool []kindEffects) Violation {
-	v := c.groupViolation(h, g)
+func (c exactlyOnce) groupShortfall(h *history.History, at *attribution, g *group, need, found int, pool []kindEffects) Violation {
+	v := c.groupViolation(h, at, g)
 	var acked []string
-	for _, u := range g.units {
-		if u.acked != nil && len(u.exact) == 0 {
-			a := &h.Attempts[u.acked.acked]
-			acked = append(acked, fmt.Sprintf("%s (%d, op %d)", u.acked.id(h), a.Status, a.Op))
+	for _, ui := range at.unitsOf(g) {
+		if u := &at.units[ui]; u.acked >= 0 && u.nEx == 0 {
+			st := at.ackedOf(u)
+			a := &h.Attempts[st.acked]
+			acked = append(acked, fmt.Sprintf("%s (%d, op %d)", st.id(h), a.Status, a.Op))
 		}
 	}
 	what := "no effect"
@@ -220,23 +223,23 @@ func (c exactlyOnce) groupShortfall(h *history.History, g *group, need, found in
 		what = fmt.Sprintf("only %s", countOf(found, pool[0].kind))
 	}
 	v.Explanation = fmt.Sprintf("%s: %d requests were acknowledged (%s) but the key has %s; each acknowledged request must have its effect (which one lacks it cannot be told: the effects name no intent).",
-		describeGroup(h, g), need, strings.Join(acked, ", "), what)
+		describeGroup(h, at, g), need, strings.Join(acked, ", "), what)
 	v.Cause = "an acknowledged request was not executed: the success was not backed by a committed write, or another request's response was replayed to it"
 	return v
 }
 
-func (c exactlyOnce) groupViolation(h *history.History, g *group) Violation {
-	a := &h.Attempts[g.units[0].intents[0].attempts[0]]
-	return Violation{Invariant: c.Name(), Tenant: a.Tenant, Method: a.Method, Path: a.Path, Key: a.Key, Ops: opsOf(h, unitAttemptsOf(g))}
+func (c exactlyOnce) groupViolation(h *history.History, at *attribution, g *group) Violation {
+	a := &h.Attempts[at.firstOf(&at.units[at.unitsOf(g)[0]]).first]
+	return Violation{Invariant: c.Name(), Tenant: a.Tenant, Method: a.Method, Path: a.Path, Key: a.Key, Ops: opsOf(h, unitAttemptsOf(at, g))}
 }
 
 // describeGroup names a group: "key k-1, tenant t1, POST /v1/orders (intents i2 and i3)".
-func describeGroup(h *history.History, g *group) string {
-	a := &h.Attempts[g.units[0].intents[0].attempts[0]]
+func describeGroup(h *history.History, at *attribution, g *group) string {
+	a := &h.Attempts[at.firstOf(&at.units[at.unitsOf(g)[0]]).first]
 	var ids []string
-	for _, u := range g.units {
-		for _, st := range u.intents {
-			if !strings.HasPrefix(st.id(h), "key:") {
+	for _, ui := range at.unitsOf(g) {
+		for _, s := range at.intentsOf(&at.units[ui]) {
+			if st := &at.intents[s]; !strings.HasPrefix(st.id(h), "key:") {
 				ids = append(ids, st.id(h))
 			}
 		}
@@ -255,25 +258,23 @@ func joinWords(w []string) string {
 	return strings.Join(w[:len(w)-1], ", ") + " and " + w[len(w)-1]
 }
 
-func unitAttempts(u *unit) []int32 {
+func unitAttempts(at *attribution, u *unit) []int32 {
 	var out []int32
-	for _, st := range u.intents {
-		out = append(out, st.attempts...)
+	for _, s := range at.intentsOf(u) {
+		out = append(out, at.attemptsOf(&at.intents[s])...)
 	}
 	slices.Sort(out)
 	return out
 }
 
-func unitAttemptsOf(g *group) []int32 {
+func unitAttemptsOf(at *attribution, g *group) []int32 {
 	var out []int32
-	for _, u := range g.units {
-		out = append(out, unitAttempts(u)...)
+	for _, ui := range at.unitsOf(g) {
+		out = append(out, unitAttempts(at, &at.units[ui])...)
 	}
 	slices.Sort(out)
 	return out
 }
-
-func unitOps(h *history.History, u *unit) []int64 { return opsOf(h, unitAttempts(u)) }
 
 type kindEffects struct {
 	kind string
@@ -299,20 +300,20 @@ func groupKinds(effects []history.Effect, idx []int32) []kindEffects {
 	return out
 }
 
-func (c exactlyOnce) duplicate(h *history.History, effects []history.Effect, u *unit, st *intentState, kinds, dup []kindEffects) Violation {
-	first := &h.Attempts[st.attempts[0]]
+func (c exactlyOnce) duplicate(h *history.History, effects []history.Effect, at *attribution, u *unit, st *intentState, kinds, dup []kindEffects) Violation {
+	first := &h.Attempts[st.first]
 	// Name every duplicated kind: "2 order effects (…) and 2 ledger effects (…)".
 	parts := make([]string, len(dup))
 	for i, d := range dup {
 		parts[i] = fmt.Sprintf("%s (%s)", countOf(len(d.idx), d.kind), effectList(effects, d.idx))
 	}
 	what := joinWords(parts)
-	idx := unitAttempts(u)
+	idx := unitAttempts(at, u)
 	who := describeIntent(h, st)
-	if len(u.intents) > 1 {
+	if u.nIn > 1 {
 		var ids []string
-		for _, x := range u.intents {
-			ids = append(ids, x.id(h))
+		for _, s := range at.intentsOf(u) {
+			ids = append(ids, at.intents[s].id(h))
 		}
 		who = fmt.Sprintf("%s, one request to the service (intents %s share its key and payload),", describeScope(scopeOf(first)), joinWords(ids))
 	}
@@ -329,7 +330,7 @@ func (c exactlyOnce) duplicate(h *history.History, effects []history.Effect, u *
 func (c exactlyOnce) duplicateCause(h *history.History, effects []history.Effect, attempts []int32, st *intentState, kinds, dup []kindEffects) string {
 	// Keys of the intent's own endpoint: a callback or a follow-up request
 	// to another endpoint is not a retry with a new key.
-	first := &h.Attempts[st.attempts[0]]
+	first := &h.Attempts[st.first]
 	keys := map[string]bool{}
 	for _, i := range attempts {
 		if a := &h.Attempts[i]; a.Key != "" && a.Method == first.Method && a.Path == first.Path {
@@ -376,7 +377,7 @@ func indexBodies(h *history.History, at *attribution) map[bodyScope][]*intentSta
 	m := make(map[bodyScope][]*intentState)
 	for si := range at.intents {
 		st := &at.intents[si]
-		a := &h.Attempts[st.attempts[0]]
+		a := &h.Attempts[st.first]
 		k := bodyScope{a.Tenant, a.Method, a.Path, a.ReqHash}
 		m[k] = append(m[k], st)
 	}
@@ -387,11 +388,11 @@ func twinCause(intent string) string {
 	return fmt.Sprintf("intent %s sent a byte-identical body and did execute: the service deduplicates by request body instead of by key, and swallowed a second legitimate intent", intent)
 }
 
-func (c exactlyOnce) lost(h *history.History, st *intentState, bodies map[bodyScope][]*intentState) Violation {
+func (c exactlyOnce) lost(h *history.History, attr *attribution, st *intentState, bodies map[bodyScope][]*intentState) Violation {
 	ack := &h.Attempts[st.acked]
 	v := Violation{
 		Invariant: c.Name(), Tenant: ack.Tenant, Method: ack.Method, Path: ack.Path, Key: ack.Key, Intent: st.id(h),
-		Ops: opsOf(h, st.attempts),
+		Ops: opsOf(h, attr.attemptsOf(st)),
 		Explanation: fmt.Sprintf("%s was acknowledged with %d (op %d) but produced no effect; exactly one was expected.",
 			describeIntent(h, st), ack.Status, ack.Op),
 	}
@@ -399,10 +400,10 @@ func (c exactlyOnce) lost(h *history.History, st *intentState, bodies map[bodySc
 		// A part of a history: the twin may be under a key of another
 		// part, so the merge looks for it ([ResolveTwins]); the cause
 		// below stands when there is none.
-		v.twin = &twinQuery{bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}, st.unit.intents[0].id(h)}
+		v.twin = &twinQuery{bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}, attr.firstOf(attr.unitOf(st)).id(h)}
 	} else {
 		for _, other := range bodies[bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}] {
-			if other.unit != st.unit && other.unit.executed() {
+			if other.unit != st.unit && attr.executed(attr.unitOf(other)) {
 				v.Cause = twinCause(other.id(h))
 				return v
 			}
@@ -419,7 +420,7 @@ func (c exactlyOnce) lost(h *history.History, st *intentState, bodies map[bodySc
 }
 
 func describeIntent(h *history.History, st *intentState) string {
-	a := &h.Attempts[st.attempts[0]]
+	a := &h.Attempts[st.first]
 	s := describeScope(scopeOf(a))
 	if a.Key == "" {
 		s = strings.Replace(s, "key ", "no key", 1)

@@ -3,6 +3,8 @@ package checkers
 import (
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemchaos/idemchaos/history"
@@ -16,6 +18,10 @@ import (
 type index struct {
 	h       *history.History
 	effects []history.Effect
+
+	// The checks of [All] may run side by side: each part is built once,
+	// under its lock, by the first check that needs it.
+	scopeMu, attrMu sync.Mutex
 
 	grouped bool
 	groups  scopeGroups // attempts of each scope, in order of first appearance, sorted by invoke time
@@ -31,8 +37,8 @@ type index struct {
 	// a key stop and call the keys they did not reach unknown.
 	deadline time.Time
 	budget   time.Duration
-	polls    int
-	over     bool
+	polls    atomic.Int32 // atomic: checks that run side by side may ask
+	over     atomic.Bool
 }
 
 // indexed is implemented by the checkers of this package: Check on a shared
@@ -50,6 +56,8 @@ func newIndex(h *history.History, effects []history.Effect) *index {
 // attempts invoked at the same instant keep their history order). Attempts
 // without a key have no scope to judge. Callers must not reorder a group.
 func (ix *index) byScope() (scopeList, scopeGroups) {
+	ix.scopeMu.Lock()
+	defer ix.scopeMu.Unlock()
 	if ix.grouped {
 		return scopeList{ix.h, ix.groups}, ix.groups
 	}
@@ -152,6 +160,8 @@ func (ix *index) byInvoke(x, y int32) int {
 
 // attribution returns the effects joined to intents under contract ct.
 func (ix *index) attribution(ct *Contract) *attribution {
+	ix.attrMu.Lock()
+	defer ix.attrMu.Unlock()
 	if ix.attr == nil || ix.attrProfile != ct.Profile || ix.attrFP != ct.Fingerprint {
 		ix.attr, ix.attrProfile, ix.attrFP = attribute(ix, ct.Profile, ct), ct.Profile, ct.Fingerprint
 	}
@@ -164,14 +174,13 @@ func (ix *index) expired() bool {
 	if ix.deadline.IsZero() {
 		return false
 	}
-	if ix.over {
+	if ix.over.Load() {
 		return true
 	}
-	ix.polls++
-	if ix.polls&63 == 1 && time.Now().After(ix.deadline) {
-		ix.over = true
+	if ix.polls.Add(1)&63 == 1 && time.Now().After(ix.deadline) {
+		ix.over.Store(true)
 	}
-	return ix.over
+	return ix.over.Load()
 }
 
 // budgetReason says that left of n keys went unchecked.

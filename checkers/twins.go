@@ -55,10 +55,10 @@ func ExecutedTwins(h *history.History, effects []history.Effect, want map[TwinSc
 	var out []Twin
 	for si := range at.intents {
 		st := &at.intents[si]
-		a := &h.Attempts[st.attempts[0]]
+		a := &h.Attempts[st.first]
 		sc := TwinScope{a.Tenant, a.Method, a.Path, a.ReqHash}
-		if want[sc] && st.unit.executed() {
-			out = append(out, Twin{Scope: sc, Intent: st.id(h), Unit: st.unit.intents[0].id(h), Attempt: int(st.attempts[0])})
+		if u := at.unitOf(st); want[sc] && at.executed(u) {
+			out = append(out, Twin{Scope: sc, Intent: st.id(h), Unit: at.firstOf(u).id(h), Attempt: int(st.first)})
 		}
 	}
 	return out

@@ -42,3 +42,10 @@ func loadByEvents(r io.Reader, keep []string, keepFn func(string) bool) (*Histor
 	}
 	return h.done(l, rd)
 }
+
+// LoadBlocks is Load with workers scanning goroutines (the serial loop
+// below 2) and blocks of block bytes, so that the tests reach block
+// boundaries, long lines and the serial fallback with small inputs.
+func LoadBlocks(r io.Reader, opts LoadOptions, workers, block int) (*History, error) {
+	return load(r, opts, workers, block)
+}

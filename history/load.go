@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 )
 
@@ -157,16 +158,33 @@ func Hash(b []byte) uint64 { return maphash.Bytes(hashSeed, b) }
 // Load reads a whole history in one streaming pass, keeping per attempt only
 // what the checkers need. A history cut off mid-line loads with Truncated set;
 // any other malformed line is an error carrying its line number.
+//
+// With more than one processor, lines are scanned on other goroutines while
+// this one applies them in order ([loadParallel]); the result, errors
+// included, is the same as the serial loop's.
 func Load(r io.Reader, opts LoadOptions) (*History, error) {
+	return load(r, opts, runtime.GOMAXPROCS(0), loadBlock)
+}
+
+// load is [Load] with workers scanning goroutines (serial below 2) and
+// blocks of block bytes.
+func load(r io.Reader, opts LoadOptions, workers, block int) (*History, error) {
 	keep := opts.KeepHeaders
 	if keep == nil {
 		keep = DefaultKeepHeaders
 	}
 	h := &History{}
-	rd := NewReader(r)
 	l := newLoader(h, keep)
 	l.keepFn = opts.KeepHeader
 	z := sizer{left: inputSize(r)}
+	if workers > 1 {
+		return loadParallel(r, h, l, &z, workers, block)
+	}
+	return loadSerial(NewReader(r), h, l, &z)
+}
+
+// loadSerial reads the lines rd has left, one at a time.
+func loadSerial(rd *Reader, h *History, l *loader, z *sizer) (*History, error) {
 	var e Event
 	for {
 		raw, complete, err := rd.nextLine()
@@ -186,27 +204,38 @@ func Load(r io.Reader, opts LoadOptions) (*History, error) {
 				continue
 			}
 		}
-		v, err := rd.parse(raw, complete)
-		if errors.Is(err, ErrTruncated) {
-			h.Truncated = true
+		stop, err := l.slow(rd, raw, complete, &e)
+		if err != nil {
+			return nil, err
+		}
+		if stop {
 			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		skip, err := rd.decode(v, &e)
-		if err != nil {
-			return nil, err
-		}
-		if skip {
-			continue
-		}
-		l.count(e.NS)
-		if err := h.add(&e, l); err != nil {
-			return nil, &LineError{Line: rd.Line(), Msg: err.Error()}
 		}
 	}
 	return h.done(l, rd)
+}
+
+// slow applies a line through the JSON parser, [Reader.decode] and
+// [History.add]. stop is true after a truncated last line.
+func (l *loader) slow(rd *Reader, raw []byte, complete bool, e *Event) (stop bool, err error) {
+	h := l.h
+	v, err := rd.parse(raw, complete)
+	if errors.Is(err, ErrTruncated) {
+		h.Truncated = true
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	skip, err := rd.decode(v, e)
+	if err != nil || skip {
+		return false, err
+	}
+	l.count(e.NS)
+	if err := h.add(e, l); err != nil {
+		return false, &LineError{Line: rd.Line(), Msg: err.Error()}
+	}
+	return false, nil
 }
 
 // inputSize returns how many bytes r has left to give when it can tell

@@ -4,20 +4,27 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"slices"
+	"unsafe"
 )
 
 // loader builds a [History] from lines. Invoke, completion and effect lines,
-// nearly all of a history, take a direct path ([loader.fast]): a [scanner]
-// reads the fields from the line's bytes, with no JSON tree, no intermediate
-// [Event], no copy of a body (bodies are only hashed), and strings kept in an
-// [arena]. A line that path does not fully accept (a meta or fault event, a
-// field of an unexpected type, a bad status, an unusual escape, invalid
-// JSON) goes to the JSON parser, [Reader.decode] and [History.add], which
-// stay the reference and produce the error messages.
+// nearly all of a history, take a direct path: a [lineScan] reads the
+// fields from the line's bytes into a [scanned] record, with no JSON tree,
+// no intermediate [Event], no copy of a body (bodies are only hashed), and
+// [loader.apply] keeps what the history needs, strings in an [arena]. A line
+// that path does not fully accept (a meta or fault event, a field of an
+// unexpected type, a bad status, an unusual escape, invalid JSON) goes to
+// the JSON parser, [Reader.decode] and [History.add], which stay the
+// reference and produce the error messages.
+//
+// Scanning a line depends on nothing but the line, so [Load] scans blocks of
+// lines on other goroutines ([loadParallel]) while the loader applies the
+// records in order: interning, the op index and every error stay in one
+// goroutine, in line order, as in the serial loop.
 type loader struct {
 	h         *History
 	keep      []string
-	keepB     [][]byte
 	keepNames []string // keep, interned
 	keepFn    func(name string) bool
 	keepSeen  map[string]bool // keepFn's answer per name
@@ -29,24 +36,28 @@ type loader struct {
 	byOp      opIndex
 	attempts  chunks[Attempt]
 	effects   chunks[Effect]
-	b64       []byte
-	sc        scanner
-	fields    lineFields
-	body      *bodyFields // the object being read by onBodyField
-	keepHdrs  bool        // whether onHeader collects what it reads
-	hdrs      Headers     // kept response headers of the line being read
-	// The scanner's callbacks, made once rather than once per line.
-	onField, onBodyField, onHeader func(k []byte, at int) (int, bool)
+	hdrs      Headers // kept response headers of the line being applied
+	// ls and rec serve the serial loop: one line scanned, then applied.
+	ls  *lineScan
+	rec scanned
 }
 
 func newLoader(h *History, keep []string) *loader {
 	l := &loader{h: h, keep: keep, in: make(interner)}
 	for _, k := range keep {
-		l.keepB = append(l.keepB, []byte(k))
 		l.keepNames = append(l.keepNames, l.in.get(k))
 	}
-	l.onField, l.onBodyField, l.onHeader = l.field, l.bodyField, l.header
 	return l
+}
+
+// scanner returns a new line scanner for l's options.
+func (l *loader) scanner() *lineScan {
+	ls := &lineScan{keepAny: l.keepFn != nil}
+	for _, k := range l.keep {
+		ls.keepB = append(ls.keepB, []byte(k))
+	}
+	ls.onField, ls.onBodyField, ls.onHeader = ls.field, ls.bodyField, ls.header
+	return ls
 }
 
 // intern returns the shared string for a low-cardinality value (a tenant,
@@ -235,6 +246,180 @@ func (l *loader) completed(t Type, op int64) (*Attempt, error) {
 	return a, nil
 }
 
+// fast applies a line when it is a well-formed invoke, completion or effect
+// line that the scanner fully understands. handled is false, with nothing
+// changed, for any other line.
+func (l *loader) fast(line []byte) (handled bool, err error) {
+	if l.ls == nil {
+		l.ls = l.scanner()
+	}
+	ls := l.ls
+	ls.sc.esc, ls.hdrs, ls.data = ls.sc.esc[:0], ls.hdrs[:0], line
+	if !ls.scan(line, &l.rec) {
+		return false, nil
+	}
+	return l.apply(&l.rec, texts{line, ls.sc.esc}, ls.hdrs)
+}
+
+// scanned is one line as [lineScan.scan] read it. It holds no pointers (a
+// block holds a thousand of them, written while the collector may be
+// running): its strings are spans of the block's bytes or of its scanner's
+// buffer, which are not reused before the record is applied.
+type scanned struct {
+	start, end int32 // the line, in the block's bytes
+	line       int32 // the line's number within its block, from 1
+	complete   bool  // the line ended with a newline
+	kind       byte  // 0: not scanned (the reference path reads it); 'i', 'o', 'n' (info), 'f' or 'e'
+	hasReq     bool
+
+	op, ns, attempt, client, status int64
+	reqHash, reqCanon, respHash     uint64
+	respLen                         int
+	hdr0, hdr1                      int32 // the line's headers in the block's list
+
+	intent, tenant, key, method, path, msg, preview, id, effKind span
+}
+
+// span is a string of a scanned line: n bytes from off in the block's
+// bytes or, when off is negative, from -off-1 in its scanner's buffer.
+type span struct{ off, n int32 }
+
+// texts resolves the spans of the records of one block.
+type texts struct{ data, esc []byte }
+
+func (t texts) get(s span) []byte {
+	if s.off < 0 {
+		return t.esc[-s.off-1 : -s.off-1+s.n]
+	}
+	return t.data[s.off : s.off+s.n]
+}
+
+// scannedHeader is one response header a line carries that may be kept:
+// keep indexes the names of [LoadOptions.KeepHeaders], or is -1 for a name
+// [LoadOptions.KeepHeader] is asked about when the line is applied; bad
+// says that its value has an escape the scanner leaves to the parser, which
+// sends the line there if the header is kept.
+type scannedHeader struct {
+	name, value span
+	keep        int32
+	bad         bool
+}
+
+// apply keeps what a scanned line says. t and hdrs are its block's texts
+// and header list.
+// handled is false, with nothing changed, when the line must go to the
+// reference path after all.
+func (l *loader) apply(r *scanned, t texts, hdrs []scannedHeader) (handled bool, err error) {
+	switch r.kind {
+	case 'i':
+		l.count(r.ns)
+		a := Attempt{
+			Op: r.op, Tenant: l.intern(t.get(r.tenant)), Key: l.mem.string(t.get(r.key)), Number: int(r.attempt), Client: int(r.client),
+			Invoke: r.ns, Complete: -1, Outcome: Info, ReqHash: r.reqHash, ReqCanon: r.reqCanon,
+		}
+		if r.intent.n > 0 {
+			a.Intent = l.mem.string(t.get(r.intent))
+			l.h.IntentsKnown = true
+		} else {
+			a.Intent = "key:" + a.Tenant + "/" + a.Key
+		}
+		if r.hasReq {
+			a.Method, a.Path = l.intern(t.get(r.method)), l.intern(t.get(r.path))
+		}
+		return true, l.invoked(&a)
+	case 'e':
+		l.count(r.ns)
+		l.h.EffectsKnown = true
+		l.effects.add(Effect{
+			Tenant: l.intern(t.get(r.tenant)), Key: l.mem.string(t.get(r.key)), Intent: l.mem.string(t.get(r.intent)), Kind: l.intern(t.get(r.effKind)), ID: l.mem.string(t.get(r.id)), NS: r.ns,
+		})
+		return true, nil
+	}
+	typ := TypeInfo
+	switch r.kind {
+	case 'o':
+		typ = TypeOK
+		// The headers KeepHeader keeps are known only now: one with a
+		// value the scanner could not read sends the line to the parser.
+		l.hdrs = l.hdrs[:0]
+		for _, sh := range hdrs[r.hdr0:r.hdr1] {
+			switch {
+			case sh.keep >= 0:
+				l.hdrs = append(l.hdrs, Header{Name: l.keepNames[sh.keep], Value: l.intern(t.get(sh.value))})
+			case !l.keepName(t.get(sh.name)):
+			case sh.bad:
+				return false, nil
+			default:
+				l.hdrs = append(l.hdrs, Header{Name: l.intern(t.get(sh.name)), Value: l.intern(t.get(sh.value))})
+			}
+		}
+	case 'f':
+		typ = TypeFail
+	}
+	l.count(r.ns)
+	a, err := l.completed(typ, r.op)
+	if err != nil {
+		return true, err
+	}
+	a.Complete = r.ns
+	if r.msg.n > 0 {
+		a.Error = l.intern(t.get(r.msg))
+	}
+	switch typ {
+	case TypeOK:
+		a.Outcome = OK
+		a.HasResp = true
+		a.Status = int(r.status)
+		a.RespHash = r.respHash
+		a.RespLen = r.respLen
+		if r.respLen <= PreviewBytes {
+			a.RespPreview = l.mem.string(t.get(r.preview))
+		} else {
+			a.RespPreview = l.mem.concat(t.get(r.preview), "…")
+		}
+		a.RespHeaders = l.mem.headerList(l.hdrs)
+	case TypeFail:
+		a.Outcome = Fail
+	}
+	return true, nil
+}
+
+// keepName asks keepFn about a header name, once per name: a history
+// repeats a few names on every response.
+func (l *loader) keepName(k []byte) bool {
+	if keep, ok := l.keepSeen[string(k)]; ok {
+		return keep
+	}
+	keep := l.keepFn(string(k))
+	if len(l.keepSeen) < 1024 {
+		if l.keepSeen == nil {
+			l.keepSeen = make(map[string]bool)
+		}
+		l.keepSeen[string(k)] = keep
+	}
+	return keep
+}
+
+// lineScan reads lines into [scanned] records. It holds no state of the
+// history, so several can scan the blocks of one input at once. Unescaped
+// strings and decoded bodies accumulate in sc.esc, and response headers in
+// hdrs, until the caller empties them (per block, or per line).
+type lineScan struct {
+	sc       scanner
+	data     []byte // the block's bytes: spans are offsets into it
+	fields   lineFields
+	body     *bodyFields // the object being read by onBodyField
+	keepB    [][]byte
+	keepAny  bool // KeepHeader is set: every other header is a candidate
+	keepHdrs bool // whether onHeader collects what it reads
+	hdrs     []scannedHeader
+	hdr0     int   // where the line's headers start in hdrs
+	escBase  *byte // where sc.esc's array was when the line began
+	canon    canonicalizer
+	// The scanner's callbacks, made once rather than once per line.
+	onField, onBodyField, onHeader func(k []byte, at int) (int, bool)
+}
+
 // lineFields are the fields of a line the direct path reads; bodyFields
 // those of its "req" or "resp" object, read in the same pass.
 type lineFields struct {
@@ -250,38 +435,69 @@ type bodyFields struct {
 	textRead, textBad bool
 }
 
-// fast applies a line when it is a well-formed invoke, completion or effect
-// line that the scanner fully understands. handled is false, with nothing
-// changed, for any other line.
-func (l *loader) fast(line []byte) (handled bool, err error) {
-	s := &l.sc
-	s.line, s.esc = line, s.esc[:0]
+// scan reads a well-formed invoke, completion or effect line that the
+// scanner fully understands into r and reports true; for any other line it
+// reports false.
+func (ls *lineScan) scan(line []byte, r *scanned) bool {
+	s := &ls.sc
+	s.line = line
+	r.kind = 0
+	ls.hdr0 = len(ls.hdrs)
+	// Spans into the scanner's buffer are taken as pointers are: room is
+	// made for what one line can unescape and decode (each string at most
+	// once, a base64 body twice, and the rest of the line that strText
+	// reserves), so that the buffer does not move during the line; if it
+	// did after all, the line goes to the reference path.
+	s.esc = slices.Grow(s.esc, 3*len(line)+16)
+	ls.escBase = unsafe.SliceData(s.esc[:cap(s.esc)])
 	i := s.ws(0)
 	if i >= len(line) || line[i] != '{' {
-		return false, nil
+		return false
 	}
-	f := &l.fields
+	f := &ls.fields
 	*f = lineFields{}
-	l.hdrs = l.hdrs[:0]
-	end, ok := s.members(i, 1, l.onField)
-	if !ok || s.ws(end) != len(line) || f.typ.kind != '"' {
-		return false, nil
+	end, ok := s.members(i, 1, ls.onField)
+	if ok && s.ws(end) == len(line) && f.typ.kind == '"' {
+		switch t := line[f.typ.start:f.typ.end]; string(t) {
+		case "invoke":
+			ok = ls.invoke(f, r)
+		case "ok", "info", "fail":
+			ok = ls.complete(f, t, r)
+		case "effect":
+			ok = ls.effect(f, r)
+		default:
+			ok = false
+		}
+	} else {
+		ok = false
 	}
-	switch t := line[f.typ.start:f.typ.end]; string(t) {
-	case "invoke":
-		return l.invoke(f)
-	case "ok", "info", "fail":
-		return l.complete(f, t)
-	case "effect":
-		return l.effect(f)
+	if ok && unsafe.SliceData(s.esc[:cap(s.esc)]) != ls.escBase {
+		ok = false
 	}
-	return false, nil
+	if !ok {
+		r.kind = 0
+		ls.hdrs = ls.hdrs[:ls.hdr0]
+	}
+	return ok
+}
+
+// span returns where b, a string of the line being scanned, lies: in the
+// block's bytes or in the scanner's buffer.
+func (ls *lineScan) span(b []byte) span {
+	if len(b) == 0 {
+		return span{}
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if e := uintptr(unsafe.Pointer(ls.escBase)); p >= e && p < e+uintptr(cap(ls.sc.esc)) {
+		return span{off: -int32(p-e) - 1, n: int32(len(b))}
+	}
+	return span{off: int32(p - uintptr(unsafe.Pointer(unsafe.SliceData(ls.data)))), n: int32(len(b))}
 }
 
 // field records the first occurrence of a top-level member that the direct
 // path reads, reading "req" and "resp" objects member by member.
-func (l *loader) field(k []byte, at int) (int, bool) {
-	f := &l.fields
+func (ls *lineScan) field(k []byte, at int) (int, bool) {
+	f := &ls.fields
 	var dst *tok
 	var body *bodyFields
 	switch string(k) {
@@ -312,22 +528,22 @@ func (l *loader) field(k []byte, at int) (int, bool) {
 	case "kind":
 		dst = &f.kind
 	}
-	if dst == nil || dst.kind != 0 || body == nil || at >= len(l.sc.line) || l.sc.line[at] != '{' {
-		t, end, ok := l.sc.value(at, 1)
+	if dst == nil || dst.kind != 0 || body == nil || at >= len(ls.sc.line) || ls.sc.line[at] != '{' {
+		t, end, ok := ls.sc.value(at, 1)
 		if ok && dst != nil && dst.kind == 0 {
 			*dst = t
 		}
 		return end, ok
 	}
-	l.body = body
-	end, ok := l.sc.members(at, 2, l.onBodyField)
+	ls.body = body
+	end, ok := ls.sc.members(at, 2, ls.onBodyField)
 	*dst = tok{kind: '{', start: at, end: end}
 	return end, ok
 }
 
 // bodyField records the first occurrence of a member of "req" or "resp".
-func (l *loader) bodyField(k []byte, at int) (int, bool) {
-	b := l.body
+func (ls *lineScan) bodyField(k []byte, at int) (int, bool) {
+	b := ls.body
 	var dst *tok
 	switch string(k) {
 	case "method":
@@ -343,32 +559,32 @@ func (l *loader) bodyField(k []byte, at int) (int, bool) {
 	case "status":
 		dst = &b.status
 	}
-	if dst == &b.body && dst.kind == 0 && at < len(l.sc.line) && l.sc.line[at] == '"' {
+	if dst == &b.body && dst.kind == 0 && at < len(ls.sc.line) && ls.sc.line[at] == '"' {
 		// A body is nearly always kept (hashed): read and unescaped in
 		// one pass.
-		t, text, textOK, end, ok := l.sc.strText(at)
+		t, text, textOK, end, ok := ls.sc.strText(at)
 		*dst, b.text, b.textRead, b.textBad = t, text, true, !textOK
 		return end, ok
 	}
-	if dst == &b.headers && dst.kind == 0 && at < len(l.sc.line) && l.sc.line[at] == '{' {
+	if dst == &b.headers && dst.kind == 0 && at < len(ls.sc.line) && ls.sc.line[at] == '{' {
 		// The headers are checked (an object of strings) and the kept ones
 		// collected as they are read: one pass, not a scan then a read.
-		if l.keepHdrs = b == &l.fields.respB; l.keepHdrs {
-			l.hdrs = l.hdrs[:0]
+		if ls.keepHdrs = b == &ls.fields.respB; ls.keepHdrs {
+			ls.hdrs = ls.hdrs[:ls.hdr0]
 		}
-		end, ok := l.sc.members(at, 3, l.onHeader)
+		end, ok := ls.sc.members(at, 3, ls.onHeader)
 		*dst = tok{kind: '{', start: at, end: end}
 		return end, ok
 	}
-	t, end, ok := l.sc.value(at, 2)
+	t, end, ok := ls.sc.value(at, 2)
 	if ok && dst != nil && dst.kind == 0 {
 		*dst = t
 	}
 	return end, ok
 }
 
-func (l *loader) invoke(f *lineFields) (bool, error) {
-	s := &l.sc
+func (ls *lineScan) invoke(f *lineFields, r *scanned) bool {
+	s := &ls.sc
 	op, ok1 := s.reqInt(f.op)
 	ns, ok2 := s.reqInt(f.ns)
 	intent, ok3 := s.optStr(f.intent)
@@ -377,106 +593,76 @@ func (l *loader) invoke(f *lineFields) (bool, error) {
 	attempt, ok6 := s.optInt(f.attempt)
 	client, ok7 := s.optInt(f.client)
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
-		return false, nil
+		return false
 	}
-	hasReq := f.req.kind != 0
-	var method, path []byte
-	var reqHash, reqCanon uint64
-	if hasReq {
+	r.hasReq = f.req.kind != 0
+	r.method, r.path = span{}, span{}
+	r.reqHash, r.reqCanon = 0, 0
+	if r.hasReq {
 		if f.req.kind != '{' {
-			return false, nil
+			return false
 		}
 		b := &f.reqB
-		var ok1, ok2, ok3 bool
-		method, ok1 = s.optStr(b.method)
-		path, ok2 = s.optStr(b.path)
+		method, ok1 := s.optStr(b.method)
+		path, ok2 := s.optStr(b.path)
+		r.method, r.path = ls.span(method), ls.span(path)
 		if !ok1 || !ok2 || !headersOK(b.headers) {
-			return false, nil
+			return false
 		}
-		body, ok3 := l.content(b)
+		body, ok3 := ls.content(b)
 		if !ok3 {
-			return false, nil
+			return false
 		}
-		reqHash = Hash(body)
-		reqCanon = l.canon.hash(body, reqHash)
+		r.reqHash = Hash(body)
+		r.reqCanon = ls.canon.hash(body, r.reqHash)
 	}
-	l.count(ns)
-	a := Attempt{
-		Op: op, Tenant: l.intern(tenant), Key: l.mem.string(key), Number: int(attempt), Client: int(client),
-		Invoke: ns, Complete: -1, Outcome: Info, ReqHash: reqHash, ReqCanon: reqCanon,
-	}
-	if len(intent) > 0 {
-		a.Intent = l.mem.string(intent)
-		l.h.IntentsKnown = true
-	} else {
-		a.Intent = "key:" + a.Tenant + "/" + a.Key
-	}
-	if hasReq {
-		a.Method, a.Path = l.intern(method), l.intern(path)
-	}
-	return true, l.invoked(&a)
+	r.kind = 'i'
+	r.op, r.ns, r.attempt, r.client = op, ns, attempt, client
+	r.intent, r.tenant, r.key = ls.span(intent), ls.span(tenant), ls.span(key)
+	return true
 }
 
-func (l *loader) complete(f *lineFields, t []byte) (bool, error) {
-	s := &l.sc
+func (ls *lineScan) complete(f *lineFields, t []byte, r *scanned) bool {
+	s := &ls.sc
 	op, ok1 := s.reqInt(f.op)
 	ns, ok2 := s.reqInt(f.ns)
 	msg, ok3 := s.optStr(f.error)
 	if !(ok1 && ok2 && ok3) {
-		return false, nil
+		return false
 	}
-	typ := TypeInfo
-	var status int64
-	var body []byte
+	r.kind = 'n'
+	r.hdr0, r.hdr1 = int32(ls.hdr0), int32(ls.hdr0)
 	if t[0] == 'o' {
-		typ = TypeOK
+		r.kind = 'o'
 		if f.resp.kind != '{' {
-			return false, nil
+			return false
 		}
 		b := &f.respB
-		var ok bool
-		if status, ok = s.reqInt(b.status); !ok || status < 100 || status > 999 {
-			return false, nil
+		status, ok := s.reqInt(b.status)
+		if !ok || status < 100 || status > 999 {
+			return false
 		}
 		if !headersOK(b.headers) {
-			return false, nil
+			return false
 		}
-		if body, ok = l.content(b); !ok {
-			return false, nil
+		body, ok := ls.content(b)
+		if !ok {
+			return false
 		}
+		r.status = status
+		r.respHash = Hash(body)
+		r.respLen = len(body)
+		r.preview = ls.span(body[:min(len(body), PreviewBytes)])
+		r.hdr1 = int32(len(ls.hdrs))
 	} else if t[0] == 'f' {
-		typ = TypeFail
+		r.kind = 'f'
 	}
-	l.count(ns)
-	a, err := l.completed(typ, op)
-	if err != nil {
-		return true, err
-	}
-	a.Complete = ns
-	if len(msg) > 0 {
-		a.Error = l.intern(msg)
-	}
-	switch typ {
-	case TypeOK:
-		a.Outcome = OK
-		a.HasResp = true
-		a.Status = int(status)
-		a.RespHash = Hash(body)
-		a.RespLen = len(body)
-		if len(body) <= PreviewBytes {
-			a.RespPreview = l.mem.string(body)
-		} else {
-			a.RespPreview = l.mem.concat(body[:PreviewBytes], "…")
-		}
-		a.RespHeaders = l.mem.headerList(l.hdrs)
-	case TypeFail:
-		a.Outcome = Fail
-	}
-	return true, nil
+	r.op, r.ns, r.msg = op, ns, ls.span(msg)
+	return true
 }
 
-func (l *loader) effect(f *lineFields) (bool, error) {
-	s := &l.sc
+func (ls *lineScan) effect(f *lineFields, r *scanned) bool {
+	s := &ls.sc
 	id, ok1 := s.optStr(f.effect)
 	tenant, ok2 := s.optStr(f.tenant)
 	key, ok3 := s.optStr(f.key)
@@ -484,84 +670,64 @@ func (l *loader) effect(f *lineFields) (bool, error) {
 	kind, ok5 := s.optStr(f.kind)
 	ns, ok6 := s.optInt(f.ns)
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || f.effect.kind != '"' {
-		return false, nil
+		return false
 	}
-	l.count(ns)
 	if len(kind) == 0 {
 		kind = id
 		if i := bytes.IndexByte(id, ' '); i > 0 {
 			kind = id[:i]
 		}
 	}
-	l.h.EffectsKnown = true
-	l.effects.add(Effect{
-		Tenant: l.intern(tenant), Key: l.mem.string(key), Intent: l.mem.string(intent), Kind: l.intern(kind), ID: l.mem.string(id), NS: ns,
-	})
-	return true, nil
+	r.kind = 'e'
+	r.id, r.tenant, r.key, r.intent, r.effKind, r.ns = ls.span(id), ls.span(tenant), ls.span(key), ls.span(intent), ls.span(kind), ns
+	return true
 }
 
 // headersOK checks a "headers" value the way [Reader] does: absent, null,
-// or an object of strings, which [loader.bodyField] checked as it read it
-// (collecting the kept response headers into l.hdrs).
+// or an object of strings, which [lineScan.bodyField] checked as it read it
+// (collecting the response headers that may be kept into hdrs).
 func headersOK(t tok) bool {
 	return t.kind == 0 || t.null || t.kind == '{'
 }
 
-// header checks that a header value is a string and collects it if kept.
-func (l *loader) header(k []byte, at int) (int, bool) {
-	if at >= len(l.sc.line) || l.sc.line[at] != '"' {
+// header checks that a header value is a string and collects it if it may
+// be kept.
+func (ls *lineScan) header(k []byte, at int) (int, bool) {
+	if at >= len(ls.sc.line) || ls.sc.line[at] != '"' {
 		return 0, false
 	}
-	v, end, ok := l.sc.str(at)
-	if !ok || !l.keepHdrs {
+	v, end, ok := ls.sc.str(at)
+	if !ok || !ls.keepHdrs {
 		return end, ok
 	}
 	kept := false
-	for i, kb := range l.keepB {
+	var b []byte
+	for i, kb := range ls.keepB {
 		if len(k) == len(kb) && bytes.EqualFold(k, kb) {
-			b, ok := l.sc.text(v)
-			if !ok {
-				return 0, false
+			if !kept {
+				var ok bool
+				if b, ok = ls.sc.text(v); !ok {
+					return 0, false
+				}
 			}
-			l.hdrs = append(l.hdrs, Header{Name: l.keepNames[i], Value: l.intern(b)})
+			ls.hdrs = append(ls.hdrs, scannedHeader{name: ls.span(k), value: ls.span(b), keep: int32(i)})
 			kept = true
 		}
 	}
-	if !kept && l.keepFn != nil {
+	if !kept && ls.keepAny {
 		if bytes.IndexByte(k, '\\') >= 0 {
 			return 0, false // an escaped name: the reference path decodes it
 		}
-		if !l.keepName(k) {
-			return end, true
-		}
-		b, ok := l.sc.text(v)
-		if !ok {
-			return 0, false
-		}
-		l.hdrs = append(l.hdrs, Header{Name: l.intern(k), Value: l.intern(b)})
+		b, ok := ls.sc.text(v)
+		ls.hdrs = append(ls.hdrs, scannedHeader{name: ls.span(k), value: ls.span(b), keep: -1, bad: !ok})
 	}
 	return end, true
 }
 
-// keepName asks keepFn about a header name, once per name: a history
-// repeats a few names on every response.
-func (l *loader) keepName(k []byte) bool {
-	if keep, ok := l.keepSeen[string(k)]; ok {
-		return keep
-	}
-	keep := l.keepFn(string(k))
-	if len(l.keepSeen) < 1024 {
-		if l.keepSeen == nil {
-			l.keepSeen = make(map[string]bool)
-		}
-		l.keepSeen[string(k)] = keep
-	}
-	return keep
-}
-
 // content returns the body of a request or response, decoding body_b64 into
-// a scratch buffer: the result is valid until the next call.
-func (l *loader) content(b *bodyFields) ([]byte, bool) {
+// the scanner's buffer.
+func (ls *lineScan) content(b *bodyFields) ([]byte, bool) {
+	s := &ls.sc
 	if b.body.kind != 0 && !b.body.null {
 		if b.body.kind != '"' {
 			return nil, false
@@ -569,7 +735,7 @@ func (l *loader) content(b *bodyFields) ([]byte, bool) {
 		if b.textRead {
 			return b.text, !b.textBad
 		}
-		return l.sc.text(b.body)
+		return s.text(b.body)
 	}
 	if b.bodyB64.kind == 0 || b.bodyB64.null {
 		return nil, true
@@ -577,13 +743,14 @@ func (l *loader) content(b *bodyFields) ([]byte, bool) {
 	if b.bodyB64.kind != '"' {
 		return nil, false
 	}
-	text, ok := l.sc.text(b.bodyB64)
+	text, ok := s.text(b.bodyB64)
 	if !ok {
 		return nil, false
 	}
+	start := len(s.esc)
 	var err error
-	l.b64, err = base64.StdEncoding.AppendDecode(l.b64[:0], text)
-	return l.b64, err == nil
+	s.esc, err = base64.StdEncoding.AppendDecode(s.esc, text)
+	return s.esc[start:len(s.esc):len(s.esc)], err == nil
 }
 
 // opIndex maps op ids to attempt indices. Producers number ops densely from

@@ -2,10 +2,15 @@ package history_test
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/histgen"
@@ -20,6 +25,24 @@ func assertSameLoad(t *testing.T, data []byte, keep []string) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("histories differ:\ndirect    %+v\nby events %+v", got, want)
+	}
+	assertSameBlocks(t, data, history.LoadOptions{KeepHeaders: keep}, want, werr)
+}
+
+// assertSameBlocks checks that the serial loop and the parallel one, with
+// blocks from smaller than a line (a line grown past its limit goes to the
+// serial loop) to larger than the input, load data exactly as want and
+// werr say.
+func assertSameBlocks(t *testing.T, data []byte, opts history.LoadOptions, want *history.History, werr error) {
+	t.Helper()
+	for _, c := range []struct{ workers, block int }{{1, 0}, {2, 1}, {2, 7}, {3, 64}, {2, 300}, {2, 4096}, {4, 1 << 20}} {
+		got, gerr := history.LoadBlocks(bytes.NewReader(data), opts, c.workers, c.block)
+		if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
+			t.Fatalf("workers %d, blocks of %d bytes: errors differ: %v, by events %v", c.workers, c.block, gerr, werr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("workers %d, blocks of %d bytes: histories differ:\n%+v\nby events %+v", c.workers, c.block, got, want)
+		}
 	}
 }
 
@@ -69,4 +92,46 @@ func FuzzLoad_DirectPathMatchesEvents(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		assertSameLoad(t, data, nil)
 	})
+}
+
+// TestLoad_ParallelMatchesSerial covers what only the line splitting of the
+// parallel load can get wrong: a byte order mark, blank and CRLF lines,
+// an unfinished last line, the line number of an error far into the input,
+// a read error, and a header KeepHeader keeps whose value the scanner
+// cannot read.
+func TestLoad_ParallelMatchesSerial(t *testing.T) {
+	t.Parallel()
+	gen := histgen.Generate(histgen.Default(3000))
+	inv := func(op int) string {
+		return `{"type":"invoke","op":` + strconv.Itoa(op) + `,"ns":1,"key":"k","req":{"method":"POST","path":"/o","body":"{}"}}` + "\n"
+	}
+	cases := map[string]string{
+		"bom and blank lines":                "\ufeff" + meta + "\n  \n" + inv(1) + "\r\n\n" + `{"type":"ok","op":1,"ns":2,"resp":{"status":201,"body":"x"}}` + "\r\n \n",
+		"unfinished last line":               string(gen) + `{"type":"ok","op":`,
+		"complete last line without newline": meta + inv(1) + `{"type":"info","op":1,"ns":5}`,
+		"late duplicate op":                  string(gen) + inv(1),
+		"late bad line":                      string(gen) + "{\n",
+		"bad header value":                   meta + inv(1) + `{"type":"ok","op":1,"ns":2,"resp":{"status":200,"headers":{"X-A":"\ud800","X-B":"b"}}}` + "\n",
+		"only blank lines":                   "\n \n\r\n",
+	}
+	keepAll := func(string) bool { return true }
+	keepB := func(name string) bool { return name == "X-B" }
+	for name, in := range cases {
+		for _, fn := range []func(string) bool{nil, keepAll, keepB} {
+			want, werr := history.LoadByEventsWith(strings.NewReader(in), nil, fn)
+			assertSameBlocks(t, []byte(in), history.LoadOptions{KeepHeader: fn}, want, werr)
+			if name == "late duplicate op" && (werr == nil || !strings.Contains(werr.Error(), "invoked twice")) {
+				t.Fatalf("%s: want a duplicate op error, got %v", name, werr)
+			}
+		}
+	}
+	// A read error: the lines before it are loaded (and may already be
+	// wrong), then the error is returned, as the serial reader does.
+	boom := errors.New("boom")
+	for _, c := range []struct{ workers, block int }{{1, 0}, {2, 64}, {2, 4096}} {
+		_, err := history.LoadBlocks(io.MultiReader(bytes.NewReader(gen[:len(gen)/2]), iotest.ErrReader(boom)), history.LoadOptions{}, c.workers, c.block)
+		if !errors.Is(err, boom) {
+			t.Fatalf("workers %d, blocks of %d: want the read error, got %v", c.workers, c.block, err)
+		}
+	}
 }
