@@ -22,12 +22,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Header names of the API.
+// Header names of the API, in Go's canonical form (X-Request-Id is
+// X-Request-ID on the wire to any HTTP client): a canonical name is looked
+// up and set as is, any other is re-canonicalised into a new string on
+// every Get and Set.
 const (
 	headerIdempotencyKey = "Idempotency-Key"
 	headerReplayed       = "Idempotent-Replayed"
-	headerRequestID      = "X-Request-ID"
-	headerIntent         = "X-Intent-ID"
+	headerRequestID      = "X-Request-Id"
+	headerIntent         = "X-Intent-Id"
 )
 
 // maxBodyBytes is the request body limit (413 above it).
