@@ -226,15 +226,19 @@ func decodeClaimRow(fds []pgconn.FieldDescription, vals [][]byte, rec *keyRecord
 		}
 		hdr = hdr[1:]
 	}
-	leaseExpiry, ok := wireTimestamptz(vals[6])
+	var leaseExpiry *time.Time
+	if vals[6] != nil {
+		t, ok := wireTimestamptz(vals[6])
+		if !ok {
+			return false, false
+		}
+		leaseExpiry = &t
+	}
+	now, ok := wireTimestamptz(vals[7])
 	if !ok {
 		return false, false
 	}
-	now, ok := wireTimestamptz(vals[7])
-	if !ok || now == nil {
-		return false, false
-	}
-	*rec = keyRecord{fingerprint: string(vals[1]), state: string(vals[2]), status: status, leaseExpiry: leaseExpiry, now: *now}
+	*rec = keyRecord{fingerprint: string(vals[1]), state: wireState(vals[2]), status: status, leaseExpiry: leaseExpiry, now: now}
 	if hdr != nil || vals[5] != nil {
 		buf := make([]byte, 0, len(hdr)+len(vals[5]))
 		if hdr != nil {
@@ -249,23 +253,30 @@ func decodeClaimRow(fds []pgconn.FieldDescription, vals [][]byte, rec *keyRecord
 	return vals[0][0] != 0, true
 }
 
-// wireTimestamptz decodes a binary timestamptz (microseconds since
-// 2000-01-01 UTC) as pgx does; nil for NULL, ok false for a malformed or
-// infinite value.
-func wireTimestamptz(v []byte) (*time.Time, bool) {
-	if v == nil {
-		return nil, true
+// wireState returns one of the three state constants for their bytes
+// (no allocation), or a copy of anything else.
+func wireState(v []byte) string {
+	for _, s := range [...]string{stateSucceeded, stateProcessing, stateFailed} {
+		if string(v) == s {
+			return s
+		}
 	}
+	return string(v)
+}
+
+// wireTimestamptz decodes a non-NULL binary timestamptz (microseconds since
+// 2000-01-01 UTC) as pgx does; ok is false for a malformed or infinite
+// value.
+func wireTimestamptz(v []byte) (time.Time, bool) {
 	if len(v) != 8 {
-		return nil, false
+		return time.Time{}, false
 	}
 	us := int64(binary.BigEndian.Uint64(v))
 	if us == math.MaxInt64 || us == math.MinInt64 {
-		return nil, false
+		return time.Time{}, false
 	}
 	const y2k = 946_684_800 * 1_000_000 // 2000-01-01 in microseconds since the Unix epoch
-	t := time.Unix(y2k/1_000_000+us/1_000_000, (y2k%1_000_000*1_000)+(us%1_000_000*1_000))
-	return &t, true
+	return time.Unix(y2k/1_000_000+us/1_000_000, (y2k%1_000_000*1_000)+(us%1_000_000*1_000)), true
 }
 
 // lookup reads a record from pool (the primary, or the replica under the
