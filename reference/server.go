@@ -405,6 +405,17 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.ContentLength > maxBodyBytes {
 		return nil, errBodyTooLarge
 	}
+	if r.ContentLength >= 0 {
+		// A declared length within the limit: net/http already ends the
+		// body there, so it is read in one allocation of its size
+		// (io.ReadAll starts at 512 bytes). A shorter body is an error,
+		// as it is to io.ReadAll.
+		b := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, fmt.Errorf("read body: %w", err)
+		}
+		return b, nil
+	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
