@@ -199,20 +199,24 @@ func plainHeaders(raw []byte) (kv [8][2]string, n int, ok bool) {
 	if i < len(raw) && raw[i] == '}' {
 		return kv, 0, skipSpace(raw, i+1) == len(raw)
 	}
+	str := string(raw) // one copy: every name and value is a substring of it
 	for n < len(kv) {
 		k, j, ok := plainString(raw, i)
 		if !ok {
 			return kv, 0, false
 		}
+		ki := i + 1
 		j = skipSpace(raw, j)
 		if j >= len(raw) || raw[j] != ':' {
 			return kv, 0, false
 		}
-		v, j, ok := plainString(raw, skipSpace(raw, j+1))
+		vi := skipSpace(raw, j+1)
+		v, j, ok := plainString(raw, vi)
 		if !ok {
 			return kv, 0, false
 		}
-		kv[n] = [2]string{string(k), string(v)}
+		vi++
+		kv[n] = [2]string{str[ki : ki+len(k)], str[vi : vi+len(v)]}
 		n++
 		j = skipSpace(raw, j)
 		switch {

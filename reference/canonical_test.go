@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"math/rand/v2"
+	"net/textproto"
 	"testing"
 )
 
@@ -139,5 +140,15 @@ func TestPlainHeaders_SameAsEncodingJSON(t *testing.T) {
 	}
 	if took != 4 {
 		t.Fatalf("fast path took %d cases, want the 4 plain ones", took)
+	}
+}
+
+// TestHeaderNames_Canonical: the header constants are in canonical form,
+// so the per-request Get and Set calls do not allocate a canonical copy.
+func TestHeaderNames_Canonical(t *testing.T) {
+	for _, h := range []string{headerIdempotencyKey, headerReplayed, headerRequestID, headerIntent} {
+		if c := textproto.CanonicalMIMEHeaderKey(h); c != h {
+			t.Errorf("%q is %q in canonical form", h, c)
+		}
 	}
 }

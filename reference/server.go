@@ -22,12 +22,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Header names of the API.
+// Header names of the API, in Go's canonical form (X-Request-Id is
+// X-Request-ID on the wire to any HTTP client): a canonical name is looked
+// up and set as is, any other is re-canonicalised into a new string on
+// every Get and Set.
 const (
 	headerIdempotencyKey = "Idempotency-Key"
 	headerReplayed       = "Idempotent-Replayed"
-	headerRequestID      = "X-Request-ID"
-	headerIntent         = "X-Intent-ID"
+	headerRequestID      = "X-Request-Id"
+	headerIntent         = "X-Intent-Id"
 )
 
 // maxBodyBytes is the request body limit (413 above it).
@@ -401,6 +404,17 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.ContentLength > maxBodyBytes {
 		return nil, errBodyTooLarge
+	}
+	if r.ContentLength >= 0 {
+		// A declared length within the limit: net/http already ends the
+		// body there, so it is read in one allocation of its size
+		// (io.ReadAll starts at 512 bytes). A shorter body is an error,
+		// as it is to io.ReadAll.
+		b := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, fmt.Errorf("read body: %w", err)
+		}
+		return b, nil
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	var mbe *http.MaxBytesError
