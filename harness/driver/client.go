@@ -240,11 +240,13 @@ func (p *pool) dial(ctx context.Context, t target, deadline time.Time) (*conn, e
 
 // exchange is one request written and its answer read.
 type exchange struct {
-	resp *http.Response
-	body []byte
 	// gotConn says a connection was had, so the request may have left.
 	gotConn bool
-	// bodyErr is set when the status and headers arrived but not the whole body.
+	// gotHead says the status and header arrived; bodyErr is then set
+	// when the whole body did not.
+	gotHead bool
+	head    head
+	body    []byte
 	bodyErr error
 }
 
@@ -260,8 +262,9 @@ type wireRequest struct {
 // send writes rq on a kept-alive (or, when fresh, a new) connection and
 // reads its answer, all before deadline and while ctx lasts. An error
 // before the response's header means no answer; the caller tells whether
-// anything left.
-func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, buf *[]byte) (exchange, error) {
+// anything left. The request is written from s.out, and a plain answer's
+// header and body are read into s.got and s.body.
+func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, s *scratch) (exchange, error) {
 	var ex exchange
 	var c *conn
 	if !rq.fresh {
@@ -286,16 +289,47 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, bu
 	ex.gotConn = true
 	keep := false
 	defer func() { p.settle(c, keep) }()
-	*buf = appendRequest((*buf)[:0], rq)
-	if _, err := c.nc.Write(*buf); err != nil {
+	s.out = appendRequest(s.out[:0], rq)
+	if _, err := c.nc.Write(s.out); err != nil {
 		return ex, err
+	}
+	// Wait for the answer's first bytes, failing as http.ReadResponse
+	// fails on its first line.
+	if _, err := c.br.Peek(1); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return ex, err
+	}
+	if h, ok := readHead(c.br, rq.method, s.got[:0]); ok {
+		s.got = h.header
+		ex.gotHead, ex.head = true, h
+		if int64(cap(s.body)) < h.length {
+			s.body = make([]byte, h.length)
+		}
+		ex.body = s.body[:h.length:h.length]
+		if ex.body == nil {
+			// Never nil: an empty body is recorded as one.
+			ex.body = []byte{}
+		}
+		if _, err := io.ReadFull(c.br, ex.body); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			ex.body, ex.bodyErr = nil, err
+			return ex, nil
+		}
+		keep = !rq.fresh
+		return ex, nil
 	}
 	c.req.Method = rq.method
 	resp, err := readResponse(c.br, &c.req)
 	if err != nil {
 		return ex, err
 	}
-	ex.resp = resp
+	ex.gotHead = true
+	ex.head = head{status: resp.StatusCode, header: headersOf(resp.Header), retryAfter: resp.Header.Get("Retry-After"),
+		length: resp.ContentLength}
 	ex.body, ex.bodyErr = readBody(resp)
 	if ex.bodyErr == nil && !rq.fresh && !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols &&
 		(resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0) {
