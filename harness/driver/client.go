@@ -116,10 +116,13 @@ type conn struct {
 	// reused across the connection's requests.
 	req http.Request
 	nc  net.Conn
-	raw syscall.RawConn // the TCP connection underneath, for the liveness peek
-	br  *bufio.Reader
-	key string
-	tls bool
+	// peek looks at the TCP connection underneath for liveness; w writes
+	// requests on it when it is plain TCP (nil under TLS).
+	peek *peeker
+	w    *writer
+	br   *bufio.Reader
+	key  string
+	tls  bool
 }
 
 // pool keeps idle connections per scheme and address, as http.Transport
@@ -156,7 +159,7 @@ func (p *pool) get(key string) *conn {
 		c := l[len(l)-1]
 		p.idle[key] = l[:len(l)-1]
 		p.mu.Unlock()
-		if c.br.Buffered() == 0 && alive(c.raw, c.tls) {
+		if c.br.Buffered() == 0 && c.peek.alive(c.tls) {
 			return c
 		}
 		c.nc.Close()
@@ -217,10 +220,12 @@ func (p *pool) dial(ctx context.Context, t target, deadline time.Time) (*conn, e
 	}
 	c := &conn{nc: nc, key: t.poolKey}
 	if sc, ok := nc.(syscall.Conn); ok {
-		if c.raw, err = sc.SyscallConn(); err != nil {
+		raw, err := sc.SyscallConn()
+		if err != nil {
 			nc.Close()
 			return nil, err
 		}
+		c.peek, c.w = newPeeker(raw), newWriter(raw)
 	}
 	if t.https {
 		host, _, _ := net.SplitHostPort(t.addr)
@@ -232,7 +237,7 @@ func (p *pool) dial(ctx context.Context, t target, deadline time.Time) (*conn, e
 			nc.Close()
 			return nil, err
 		}
-		c.nc, c.tls = tc, true
+		c.nc, c.tls, c.w = tc, true, nil
 	}
 	c.br = bufio.NewReaderSize(c.nc, 4<<10)
 	return c, nil
@@ -290,7 +295,7 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, s 
 	keep := false
 	defer func() { p.settle(c, keep) }()
 	s.out = appendRequest(s.out[:0], rq)
-	if _, err := c.nc.Write(s.out); err != nil {
+	if err := c.writeWait(s.out); err != nil {
 		return ex, err
 	}
 	// Wait for the answer's first bytes, failing as http.ReadResponse
