@@ -25,9 +25,10 @@ import (
 // back, which costs more than the rest of an attempt; here the attempt's own
 // goroutine writes the request and reads the answer. It also makes the
 // driver's sends exactly its attempts: nothing is ever re-sent behind the
-// history's back. Responses are parsed by net/http (http.ReadResponse), so
-// status, headers and bodies (chunked, sized or close-delimited) are read as
-// the standard client reads them.
+// history's back. Responses are read as net/http reads them: plain ones
+// (HTTP/1.1, sized, in the first bytes read) by readHead, held to
+// http.ReadResponse's answers by a differential test, and every other one
+// (chunked, close-delimited, interim, odd) by http.ReadResponse itself.
 
 // userAgent is what http.Transport sends, kept so that a service sees the
 // same client as before.

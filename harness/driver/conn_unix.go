@@ -68,8 +68,8 @@ func newWriter(raw syscall.RawConn) *writer {
 			return true
 		}
 		n, err := syscall.Write(int(fd), w.b[w.n:])
-		if err == syscall.EINTR {
-			return false
+		for err == syscall.EINTR {
+			n, err = syscall.Write(int(fd), w.b[w.n:])
 		}
 		if n > 0 {
 			w.n += n
