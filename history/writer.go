@@ -189,6 +189,15 @@ func appendOptString(dst []byte, name, v string) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// plainJSON are the bytes a JSON string holds as they are: ASCII but
+// controls, quote and backslash. One look-up per byte, the loop's common case.
+var plainJSON = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
 // which is why bodies that are not valid UTF-8 go to body_b64 instead.
 func appendString(dst []byte, s string) []byte {
@@ -196,11 +205,11 @@ func appendString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if plainJSON[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"', '\\':

@@ -27,6 +27,36 @@ type result struct {
 	stop          bool // the run is over: no more attempts
 }
 
+// scratch is what one attempt builds and records, reused by a later one:
+// the history's writer has encoded an event when Write returns, and the
+// recorder's sinks read it at once (see [Recorder.OnEvent]).
+type scratch struct {
+	ev   history.Event
+	req  history.Request
+	resp history.Response
+	sent Rendered
+	// wire are the request's header fields as sent, rec as recorded, got
+	// the answer's as recorded.
+	wire, rec, got history.Headers
+	// body is the answer's body; out the request's bytes.
+	body, out []byte
+}
+
+// maxPooledBuf bounds the buffers a scratch keeps: one large body should
+// not pin its buffer for the rest of the run.
+const maxPooledBuf = 64 << 10
+
+func (d *runner) putScratch(s *scratch) {
+	if cap(s.body) > maxPooledBuf {
+		s.body = nil
+	}
+	if cap(s.out) > maxPooledBuf {
+		s.out = nil
+	}
+	s.ev, s.req, s.resp, s.sent = history.Event{}, history.Request{}, history.Response{}, Rendered{}
+	d.scratch.Put(s)
+}
+
 // attempt sends attempt n (click c) of an intent and records it.
 // With g set, the attempt is a copy of a click sent together: it holds at
 // g before its last byte, and leaves g on any path that does not.
@@ -37,6 +67,8 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int, g *gate)
 	if ctx.Err() != nil || !d.take() {
 		return result{stop: true}
 	}
+	s := d.scratch.Get().(*scratch)
+	defer d.putScratch(s)
 	rec := d.cfg.Recorder
 	info := AttemptInfo{Op: rec.NextOp(), Intent: in, Attempt: n, Click: click, Key: d.cfg.Model.keyFor(in.Key, n)}
 	if click == 0 {
@@ -44,9 +76,11 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int, g *gate)
 	}
 	// Rendered from this attempt's own key: a request never contradicts
 	// its sender, and a new key per retry is in the body too.
-	rq := d.cfg.Template.Render(in, info.Key)
-	info.sent = &rq
-	hdr := d.headers(in, info)
+	s.sent = d.cfg.Template.Render(in, info.Key)
+	rq := &s.sent
+	info.sent = rq
+	hdr := d.headers(in, info, s.wire[:0])
+	s.wire = hdr
 	route := Route{}
 	if d.cfg.Router != nil {
 		r, err := d.cfg.Router.Route(ctx, info)
@@ -55,7 +89,7 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int, g *gate)
 			// fail, so the history loads and shows the attempt for what it
 			// was. A routing failure is the harness's, not the client's:
 			// the intent goes on with its retries.
-			d.notSent(info, in, hdr, "route: "+err.Error())
+			d.notSent(s, info, in, hdr, "route: "+err.Error())
 			return result{stop: ctx.Err() != nil}
 		}
 		route = r
@@ -73,21 +107,16 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int, g *gate)
 	}
 	if err != nil {
 		// The same request would fail the same way on every retry.
-		d.notSent(info, in, hdr, "build request: "+err.Error())
+		d.notSent(s, info, in, hdr, "build request: "+err.Error())
 		return result{stop: true}
 	}
-	d.record(info, in, hdr, history.TypeInvoke, nil, nil, "")
+	d.record(s, info, in, hdr, history.TypeInvoke, nil, "")
 
-	w := &wireRequest{method: in.Method, t: t, hdr: hdr, body: rq.Body, fresh: route.Fresh}
+	w := wireRequest{method: in.Method, t: t, hdr: hdr, body: rq.Body, fresh: route.Fresh}
 	if g != nil {
 		w.hold = func(last func() error) error { return g.hold(click, last) }
 	}
-	buf := d.bufs.Get().(*[]byte)
-	ex, err := d.pool.send(ctx, w, time.Now().Add(d.cfg.Timeout), buf)
-	if cap(*buf) <= 64<<10 {
-		// A large body's buffer is not kept.
-		d.bufs.Put(buf)
-	}
+	ex, err := d.pool.send(ctx, &w, time.Now().Add(d.cfg.Timeout), s)
 	if err == nil {
 		err = ex.bodyErr
 	}
@@ -99,9 +128,9 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int, g *gate)
 		}
 		kind, msg := history.TypeInfo, describeErr(err, d.cfg.Timeout)
 		switch {
-		case ex.resp != nil:
+		case ex.gotHead:
 			// The status arrived but not the whole body: the answer is unknown.
-			msg = fmt.Sprintf("status %d, then the body was cut: %s", ex.resp.StatusCode, msg)
+			msg = fmt.Sprintf("status %d, then the body was cut: %s", ex.head.status, msg)
 		case msg == err.Error():
 			// Worded as net/http's client words it: method, URL, cause.
 			msg = urlErrorOp(in.Method) + " " + strconv.Quote(strings.TrimRight(base, "/")+rq.Path) + ": " + msg
@@ -112,27 +141,27 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int, g *gate)
 		} else {
 			d.info.Add(1)
 		}
-		d.record(info, in, nil, kind, nil, nil, msg)
+		d.record(s, info, in, nil, kind, nil, msg)
 		return result{stop: ctx.Err() != nil}
 	}
-	resp, body := ex.resp, ex.body
 	d.ok.Add(1)
-	d.record(info, in, nil, history.TypeOK, resp, body, "")
-	res := result{status: resp.StatusCode}
-	if v := resp.Header.Get("Retry-After"); v != "" {
+	d.record(s, info, in, nil, history.TypeOK, &ex, "")
+	res := result{status: ex.head.status}
+	if v := ex.head.retryAfter; v != "" {
 		res.retryAfter, res.hasRetryAfter = parseRetryAfter(v)
 	}
 	return res
 }
 
 // headers are the request header fields attempt info of in carries,
-// canonical names in order, credentials in clear (for the wire).
-func (d *runner) headers(in *Intent, info AttemptInfo) history.Headers {
-	var h history.Headers
+// canonical names in order, credentials in clear (for the wire), appended
+// to dst.
+func (d *runner) headers(in *Intent, info AttemptInfo, dst history.Headers) history.Headers {
+	h := dst
 	if info.sent.fromTemplate {
-		h = append(make(history.Headers, 0, len(d.static)+3), d.static...)
+		h = append(h, d.static...)
 	} else {
-		h = fieldsOf(info.sent.Headers)
+		h = appendFields(h, info.sent.Headers)
 	}
 	if info.Key != "" {
 		h = setField(h, d.keyHeader, info.Key)
@@ -149,7 +178,11 @@ func (d *runner) headers(in *Intent, info AttemptInfo) history.Headers {
 // fieldsOf turns header values by name into fields with canonical names,
 // in order, as http.Header.Set would keep them.
 func fieldsOf(m map[string]string) history.Headers {
-	h := make(history.Headers, 0, len(m)+3)
+	return appendFields(make(history.Headers, 0, len(m)+3), m)
+}
+
+// appendFields is fieldsOf appending to h.
+func appendFields(h history.Headers, m map[string]string) history.Headers {
 	for name, v := range m {
 		h = setField(h, http.CanonicalHeaderKey(name), v)
 	}
@@ -170,34 +203,31 @@ func setField(h history.Headers, name, v string) history.Headers {
 	return slices.Insert(h, i, history.Header{Name: name, Value: v})
 }
 
-// redacted is h as recorded: credentials hidden.
-func redacted(h history.Headers) history.Headers {
-	out := slices.Clone(h)
-	for i := range out {
-		if strings.EqualFold(out[i].Name, "Authorization") {
-			out[i].Value = "[redacted]"
+// appendRedacted appends h as recorded to dst: credentials hidden.
+func appendRedacted(dst, h history.Headers) history.Headers {
+	n := len(dst)
+	dst = append(dst, h...)
+	for i := n; i < len(dst); i++ {
+		if strings.EqualFold(dst[i].Name, "Authorization") {
+			dst[i].Value = "[redacted]"
 		}
 	}
-	return out
+	return dst
 }
 
 // notSent records an attempt that provably never left the client: its
 // invoke, then its fail.
-func (d *runner) notSent(info AttemptInfo, in *Intent, hdr history.Headers, msg string) {
-	d.record(info, in, hdr, history.TypeInvoke, nil, nil, "")
+func (d *runner) notSent(s *scratch, info AttemptInfo, in *Intent, hdr history.Headers, msg string) {
+	d.record(s, info, in, hdr, history.TypeInvoke, nil, "")
 	d.fail.Add(1)
-	d.record(info, in, nil, history.TypeFail, nil, nil, "not sent: "+msg)
+	d.record(s, info, in, nil, history.TypeFail, nil, "not sent: "+msg)
 }
 
-func (d *runner) record(info AttemptInfo, in *Intent, hdr history.Headers, typ history.Type, resp *http.Response, body []byte, msg string) {
-	// One allocation for the event and its request or response.
-	ev := &struct {
-		e    history.Event
-		req  history.Request
-		resp history.Response
-	}{}
-	e := &ev.e
-	e.Type, e.Op, e.Error = typ, info.Op, msg
+// record writes one event of the attempt from s: an invoke with the
+// request hdr, an ok with the answer ex, or an info or fail saying msg.
+func (d *runner) record(s *scratch, info AttemptInfo, in *Intent, hdr history.Headers, typ history.Type, ex *exchange, msg string) {
+	s.ev = history.Event{Type: typ, Op: info.Op, Error: msg}
+	e := &s.ev
 	switch typ {
 	case history.TypeInvoke:
 		e.Intent, e.Tenant, e.Key, e.Attempt, e.Client = in.ID, in.Tenant, info.Key, info.Attempt, in.Client
@@ -205,11 +235,12 @@ func (d *runner) record(info AttemptInfo, in *Intent, hdr history.Headers, typ h
 		if info.sent != nil {
 			path, sent = info.sent.Path, info.sent.Body
 		}
-		ev.req = history.Request{Method: in.Method, Path: path, Headers: redacted(hdr), Body: sent}
-		e.Req = &ev.req
+		s.rec = appendRedacted(s.rec[:0], hdr)
+		s.req = history.Request{Method: in.Method, Path: path, Headers: s.rec, Body: sent}
+		e.Req = &s.req
 	case history.TypeOK:
-		ev.resp = history.Response{Status: resp.StatusCode, Headers: headersOf(resp.Header), Body: body}
-		e.Resp = &ev.resp
+		s.resp = history.Response{Status: ex.head.status, Headers: ex.head.header, Body: ex.body}
+		e.Resp = &s.resp
 	}
 	_ = d.cfg.Recorder.Write(e)
 }

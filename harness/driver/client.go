@@ -25,9 +25,10 @@ import (
 // back, which costs more than the rest of an attempt; here the attempt's own
 // goroutine writes the request and reads the answer. It also makes the
 // driver's sends exactly its attempts: nothing is ever re-sent behind the
-// history's back. Responses are parsed by net/http (http.ReadResponse), so
-// status, headers and bodies (chunked, sized or close-delimited) are read as
-// the standard client reads them.
+// history's back. Responses are read as net/http reads them: plain ones
+// (HTTP/1.1, sized, in the first bytes read) by readHead, held to
+// http.ReadResponse's answers by a differential test, and every other one
+// (chunked, close-delimited, interim, odd) by http.ReadResponse itself.
 
 // userAgent is what http.Transport sends, kept so that a service sees the
 // same client as before.
@@ -116,10 +117,13 @@ type conn struct {
 	// reused across the connection's requests.
 	req http.Request
 	nc  net.Conn
-	raw syscall.RawConn // the TCP connection underneath, for the liveness peek
-	br  *bufio.Reader
-	key string
-	tls bool
+	// peek looks at the TCP connection underneath for liveness; w writes
+	// requests on it when it is plain TCP (nil under TLS).
+	peek *peeker
+	w    *writer
+	br   *bufio.Reader
+	key  string
+	tls  bool
 }
 
 // pool keeps idle connections per scheme and address, as http.Transport
@@ -156,7 +160,7 @@ func (p *pool) get(key string) *conn {
 		c := l[len(l)-1]
 		p.idle[key] = l[:len(l)-1]
 		p.mu.Unlock()
-		if c.br.Buffered() == 0 && alive(c.raw, c.tls) {
+		if c.br.Buffered() == 0 && c.peek.alive(c.tls) {
 			return c
 		}
 		c.nc.Close()
@@ -217,10 +221,12 @@ func (p *pool) dial(ctx context.Context, t target, deadline time.Time) (*conn, e
 	}
 	c := &conn{nc: nc, key: t.poolKey}
 	if sc, ok := nc.(syscall.Conn); ok {
-		if c.raw, err = sc.SyscallConn(); err != nil {
+		raw, err := sc.SyscallConn()
+		if err != nil {
 			nc.Close()
 			return nil, err
 		}
+		c.peek, c.w = newPeeker(raw), newWriter(raw)
 	}
 	if t.https {
 		host, _, _ := net.SplitHostPort(t.addr)
@@ -232,7 +238,7 @@ func (p *pool) dial(ctx context.Context, t target, deadline time.Time) (*conn, e
 			nc.Close()
 			return nil, err
 		}
-		c.nc, c.tls = tc, true
+		c.nc, c.tls, c.w = tc, true, nil
 	}
 	c.br = bufio.NewReaderSize(c.nc, 4<<10)
 	return c, nil
@@ -240,11 +246,13 @@ func (p *pool) dial(ctx context.Context, t target, deadline time.Time) (*conn, e
 
 // exchange is one request written and its answer read.
 type exchange struct {
-	resp *http.Response
-	body []byte
 	// gotConn says a connection was had, so the request may have left.
 	gotConn bool
-	// bodyErr is set when the status and headers arrived but not the whole body.
+	// gotHead says the status and header arrived; bodyErr is then set
+	// when the whole body did not.
+	gotHead bool
+	head    head
+	body    []byte
 	bodyErr error
 }
 
@@ -263,8 +271,9 @@ type wireRequest struct {
 // send writes rq on a kept-alive (or, when fresh, a new) connection and
 // reads its answer, all before deadline and while ctx lasts. An error
 // before the response's header means no answer; the caller tells whether
-// anything left.
-func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, buf *[]byte) (exchange, error) {
+// anything left. The request is written from s.out, and a plain answer's
+// header and body are read into s.got and s.body.
+func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, s *scratch) (exchange, error) {
 	var ex exchange
 	var c *conn
 	if !rq.fresh {
@@ -289,25 +298,58 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, bu
 	ex.gotConn = true
 	keep := false
 	defer func() { p.settle(c, keep) }()
-	*buf = appendRequest((*buf)[:0], rq)
-	out := *buf
+	s.out = appendRequest(s.out[:0], rq)
 	if rq.hold != nil {
-		n := len(out) - 1
+		// Held copies write their last bytes from the gate, one after
+		// another: a plain write, not writeWait, which would wait there
+		// for this copy's answer before the next copy's byte went out.
+		out, n := s.out, len(s.out)-1
 		if _, err := c.nc.Write(out[:n]); err != nil {
 			return ex, err
 		}
 		if err := rq.hold(func() error { _, err := c.nc.Write(out[n:]); return err }); err != nil {
 			return ex, err
 		}
-	} else if _, err := c.nc.Write(out); err != nil {
+	} else if err := c.writeWait(s.out); err != nil {
 		return ex, err
+	}
+	// Wait for the answer's first bytes, failing as http.ReadResponse
+	// fails on its first line.
+	if _, err := c.br.Peek(1); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return ex, err
+	}
+	if h, ok := readHead(c.br, rq.method, s.got[:0]); ok {
+		s.got = h.header
+		ex.gotHead, ex.head = true, h
+		if int64(cap(s.body)) < h.length {
+			s.body = make([]byte, h.length)
+		}
+		ex.body = s.body[:h.length:h.length]
+		if ex.body == nil {
+			// Never nil: an empty body is recorded as one.
+			ex.body = []byte{}
+		}
+		if _, err := io.ReadFull(c.br, ex.body); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			ex.body, ex.bodyErr = nil, err
+			return ex, nil
+		}
+		keep = !rq.fresh
+		return ex, nil
 	}
 	c.req.Method = rq.method
 	resp, err := readResponse(c.br, &c.req)
 	if err != nil {
 		return ex, err
 	}
-	ex.resp = resp
+	ex.gotHead = true
+	ex.head = head{status: resp.StatusCode, header: headersOf(resp.Header), retryAfter: resp.Header.Get("Retry-After"),
+		length: resp.ContentLength}
 	ex.body, ex.bodyErr = readBody(resp)
 	if ex.bodyErr == nil && !rq.fresh && !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols &&
 		(resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0) {

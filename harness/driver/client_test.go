@@ -213,3 +213,31 @@ func TestRun_DeadlineInterruptsRequestsInFlight(t *testing.T) {
 		t.Fatalf("elapsed %s, %d attempts, stats %+v; want 4 info attempts soon after the deadline", st.Elapsed, len(h.Attempts), st)
 	}
 }
+
+// A request larger than the socket's send buffer is written whole: the
+// part the kernel does not take at once is written when it can be.
+func TestRun_WritesARequestLargerThanTheSendBuffer(t *testing.T) {
+	t.Parallel()
+	body := bytes.Repeat([]byte("x"), 8<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Read slowly at first, so that the client's writes fill the buffer.
+		time.Sleep(50 * time.Millisecond)
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%d %v", len(b), bytes.Equal(b, body))
+	}))
+	defer srv.Close()
+	in := intents(2, "t1")
+	for i := range in {
+		in[i].Body = body
+	}
+	ev := events(t, driver.Config{BaseURL: srv.URL, Concurrency: 1, Retry: driver.RetryPolicy{MaxAttempts: 1}, Timeout: 20 * time.Second}, in)
+	var got []string
+	for _, e := range ev {
+		if e.Type == history.TypeOK {
+			got = append(got, string(e.Resp.Body))
+		}
+	}
+	if want := fmt.Sprint(len(body)) + " true"; len(got) != 2 || got[0] != want || got[1] != want {
+		t.Fatalf("server read %q, want %q twice", got, want)
+	}
+}

@@ -180,8 +180,8 @@ func Run(ctx context.Context, cfg Config, intents []Intent) (Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
 	d := &runner{cfg: cfg, pool: newPool(cfg.Concurrency * 4), targets: targets{m: map[targetKey]target{}},
-		bufs:   sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }},
-		static: fieldsOf(cfg.Template.Headers), keyHeader: http.CanonicalHeaderKey(cfg.KeyHeader), bearer: map[string]string{}}
+		scratch: sync.Pool{New: func() any { return &scratch{out: make([]byte, 0, 1024)} }},
+		static:  fieldsOf(cfg.Template.Headers), keyHeader: http.CanonicalHeaderKey(cfg.KeyHeader), bearer: map[string]string{}}
 	if cfg.IntentHeader != "" {
 		d.intentHeader = http.CanonicalHeaderKey(cfg.IntentHeader)
 	}
@@ -198,34 +198,32 @@ func Run(ctx context.Context, cfg Config, intents []Intent) (Stats, error) {
 	}
 	sort.SliceStable(order, func(i, j int) bool { return order[i].At < order[j].At })
 
+	// Each worker takes the next intent in order of start and waits for
+	// its time: no hand-over from a feeding goroutine, which would cost a
+	// wake-up per intent.
 	start := time.Now()
-	queue := make(chan *Intent)
+	var next, started atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < cfg.Concurrency; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for in := range queue {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(order)) || ctx.Err() != nil {
+					return
+				}
+				in := order[i]
+				if wait := in.At - time.Since(start); wait > 0 && !ctxwait.Sleep(ctx, wait) {
+					return
+				}
+				started.Add(1)
 				d.intent(ctx, in)
 			}
 		}()
 	}
-feed:
-	for _, in := range order {
-		if wait := in.At - time.Since(start); wait > 0 {
-			if !ctxwait.Sleep(ctx, wait) {
-				break feed
-			}
-		}
-		select {
-		case queue <- in:
-			d.stats.Intents++
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(queue)
 	wg.Wait()
+	d.stats.Intents = int(started.Load())
 	st := d.snapshot()
 	st.Elapsed = time.Since(start)
 	st.Deadline = ctx.Err() == context.DeadlineExceeded
@@ -260,10 +258,10 @@ func checkURLs(cfg Config, intents []Intent) error {
 type runner struct {
 	cfg Config
 	// pool keeps the connections alive between attempts; targets caches
-	// parsed URLs; bufs are the buffers requests are written from.
+	// parsed URLs; scratch holds what attempts build and record.
 	pool    *pool
 	targets targets
-	bufs    sync.Pool
+	scratch sync.Pool
 	// static are the template's own header fields, when attempts do not
 	// render their own; keyHeader and intentHeader are canonical names;
 	// bearer is each tenant's Authorization value.

@@ -49,7 +49,8 @@ func (r *Recorder) NextOp() int64 { return r.ops.Add(1) }
 func (r *Recorder) Ops() int64 { return r.ops.Load() }
 
 // OnEvent registers a function called with every event written (for
-// progress displays). It must not block.
+// progress displays). It must not block, and must read the event at once:
+// the driver reuses an event and what it points to once it is written.
 func (r *Recorder) OnEvent(f func(*history.Event)) {
 	r.mu.Lock()
 	var sinks []func(*history.Event)
