@@ -14,6 +14,7 @@
 package partcheck
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -155,9 +156,20 @@ func Check(name string, o Options) (*Partial, error) {
 		}
 		src.SHA256 = hex.EncodeToString(sum.Sum(nil))
 	}
+	// The executed (tenant, key)s are read from disk on the first
+	// question; a failed read fails the check once the partitions are done.
+	var (
+		execMu  sync.Mutex
+		execErr error
+	)
 	g := &checkers.Globals{Successes: sp.Successes, Answers: sp.Answers, Failures: sp.Failures, Keys: sp.Keys,
 		Executed: func(tenant, key string) bool {
-			_, ok := sp.Executed[history.TenantKeyHash(tenant, key)]
+			ok, err := sp.Executed(tenant, key)
+			if err != nil {
+				execMu.Lock()
+				execErr = cmp.Or(execErr, err)
+				execMu.Unlock()
+			}
 			return ok
 		}}
 	opts := append(o.Contract.Options(), checkers.WithGlobals(g))
@@ -227,6 +239,9 @@ func Check(name string, o Options) (*Partial, error) {
 	}
 	if err := firstError(sp.Err, errs); err != nil {
 		return nil, err
+	}
+	if execErr != nil {
+		return nil, fmt.Errorf("executed keys: %w", execErr)
 	}
 	// A write acknowledged and lost: its likely cause may be an intent
 	// with the same body under a key of another partition, of any machine's
