@@ -35,6 +35,11 @@ type Split struct {
 	// for the check that compares responses across keys (tenant-isolation,
 	// which judges those answers alone).
 	BodyParts []Part
+	// Unrouted counts, by body partition, the 2xx answers not written to
+	// it because their body was already known generic: a tenant received
+	// it under two keys, in answers written there, so tenant-isolation
+	// finds no leak in it and only counts them (see [SplitFile]).
+	Unrouted []int
 
 	Meta         Event
 	Events       int
@@ -103,11 +108,19 @@ type Part struct {
 // still in flight keep their invoke line until they complete. What the
 // split learns of intents, scopes and effects goes to files beside the
 // partitions and is read back a partition at a time.
+//
+// A body that many answers share ({"ok":true}) would crowd one body
+// partition. Tenant-isolation ignores a body some tenant received under
+// two keys (generic), so once the split has written two such answers of a
+// body to its partition, it writes no further answer of it there and
+// counts it in [Split.Unrouted]; it tracks a bounded number of bodies at
+// a time, so a body it lost track of is written again, which is only
+// slower.
 func SplitFile(r io.Reader, dir string, n int) (*Split, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("split: %d partitions", n)
 	}
-	sp := &splitter{s: &Split{executed: filepath.Join(dir, "executed")}, n: n, rd: NewReader(r), open: map[int64]openInvoke{}, bigOps: map[int64]int32{}}
+	sp := &splitter{s: &Split{executed: filepath.Join(dir, "executed"), Unrouted: make([]int, n)}, n: n, hot: make([]hotBody, hotSlots), rd: NewReader(r), open: map[int64]openInvoke{}, bigOps: map[int64]int32{}}
 	sp.union = make([]int, n)
 	for i := range sp.union {
 		sp.union[i] = i
@@ -165,8 +178,9 @@ func SplitFile(r io.Reader, dir string, n int) (*Split, error) {
 }
 
 type openInvoke struct {
-	line int
-	raw  []byte
+	line        int
+	raw         []byte
+	tenant, key uint64 // hashes
 }
 
 type splitter struct {
@@ -182,6 +196,7 @@ type splitter struct {
 	// spanned, rather than a map of every intent growing with the history.
 	intents  []*sideWriter
 	executed *sideWriter // TenantKeyHash of every effect
+	hot      []hotBody   // bodies tracked for genericity, by body hash
 	ops      []int32     // op → key partition + 1, for small non-negative ops
 	bigOps   map[int64]int32
 	open     map[int64]openInvoke
@@ -206,6 +221,7 @@ type fact struct {
 	ns       int64
 	op       int64
 	key      uint64 // hash of the key (invoke, effect)
+	tenant   uint64 // invoke: hash of the tenant
 	intent   uint64
 	named    bool   // an intent was given
 	scope    uint64 // hash of (tenant, method, path, key); keyed says there is a key
@@ -397,6 +413,7 @@ func parseFact(p *fastjson.Parser, f *fact) {
 		f.op = v.GetInt64("op")
 		key := v.GetStringBytes("key")
 		f.key = routeHash(key)
+		f.tenant = routeHash(v.GetStringBytes("tenant"))
 		if in := v.GetStringBytes("intent"); len(in) > 0 {
 			f.intent, f.named = maphash.Bytes(splitSeed, in), true
 		}
@@ -463,7 +480,7 @@ func (sp *splitter) route(f *fact) error {
 			p = q // a second invoke of an op: its loader says so
 		} else {
 			sp.setOp(f.op, p)
-			sp.open[f.op] = openInvoke{line: line, raw: append([]byte(nil), raw...)}
+			sp.open[f.op] = openInvoke{line: line, raw: append([]byte(nil), raw...), tenant: f.tenant, key: f.key}
 		}
 		if err := sp.keys[p].invoked(line); err != nil {
 			return err
@@ -483,11 +500,7 @@ func (sp *splitter) route(f *fact) error {
 			// the others (a 409's problem document, identical across the
 			// history) would crowd one body partition for nothing.
 			if inv, ok := sp.open[f.op]; ok && f.bodied && f.status >= 200 && f.status < 300 {
-				w := sp.bodies[sp.part(f.body)]
-				if err := w.write(inv.line, inv.raw); err != nil {
-					return err
-				}
-				if err := w.write(line, raw); err != nil {
+				if err := sp.toBody(f, inv); err != nil {
 					return err
 				}
 			}
@@ -526,6 +539,64 @@ func (sp *splitter) route(f *fact) error {
 		}
 	}
 	return nil
+}
+
+// toBody writes a 2xx answer with a body, and its invoke, to the body
+// partition of the body, unless the body is known generic.
+func (sp *splitter) toBody(f *fact, inv openInvoke) error {
+	bp := sp.part(f.body)
+	if sp.generic(f.body, inv.tenant, inv.key) {
+		sp.s.Unrouted[bp]++
+		return nil
+	}
+	w := sp.bodies[bp]
+	if err := w.write(inv.line, inv.raw); err != nil {
+		return err
+	}
+	return w.write(f.line, f.raw)
+}
+
+// hotSlots is how many bodies the split tracks at once (~80 bytes each).
+const hotSlots = 1 << 12
+
+// hotBody is what the split knows of a body from the answers it wrote to
+// the body's partition since it began tracking it: the first key of each
+// of its first few tenants, and whether a tenant received it under a
+// second key (generic). Answers written before tracking began are in the
+// partition too, so what it knows holds there, which is all it needs.
+type hotBody struct {
+	body    uint64
+	used    bool
+	generic bool
+	n       int // firsts in use
+	firsts  [4]struct{ tenant, key uint64 }
+}
+
+// generic says whether the body of an answer to (tenant, key) is already
+// known generic, and otherwise learns from the answer, which the caller
+// then writes to the body's partition.
+func (sp *splitter) generic(body, tenant, key uint64) bool {
+	e := &sp.hot[body%hotSlots]
+	if !e.used || e.body != body {
+		if e.used && e.generic {
+			return false // a generic body keeps its slot: it is the one worth it
+		}
+		*e = hotBody{body: body, used: true}
+	}
+	if e.generic {
+		return true
+	}
+	for _, f := range e.firsts[:e.n] {
+		if f.tenant == tenant {
+			e.generic = f.key != key
+			return false
+		}
+	}
+	if e.n < len(e.firsts) {
+		e.firsts[e.n].tenant, e.firsts[e.n].key = tenant, key
+		e.n++
+	}
+	return false
 }
 
 // maxDenseOp bounds the ops kept in a slice (4 bytes each); larger or
