@@ -25,9 +25,11 @@ import (
 // the whole history that some checks need travel beside them.
 type Split struct {
 	// KeyParts are the key partitions: partition i holds the meta, fault and
-	// interrupted events, and the attempts and effects of the keys whose
-	// hash is i. Groups joins the partitions an intent spanned (a client
-	// that changed its key on a retry): a group is checked as one.
+	// interrupted events (but a fault aimed at one attempt, after the first
+	// of its kind, only in that attempt's partition), and the attempts and
+	// effects of the keys whose hash is i. Groups joins the partitions an
+	// intent spanned (a client that changed its key on a retry): a group is
+	// checked as one.
 	KeyParts []Part
 	Groups   [][]int
 	// BodyParts are the response partitions: the meta event and every attempt
@@ -120,7 +122,7 @@ func SplitFile(r io.Reader, dir string, n int) (*Split, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("split: %d partitions", n)
 	}
-	sp := &splitter{s: &Split{executed: filepath.Join(dir, "executed"), Unrouted: make([]int, n)}, n: n, hot: make([]hotBody, hotSlots), rd: NewReader(r), open: map[int64]openInvoke{}, bigOps: map[int64]int32{}}
+	sp := &splitter{s: &Split{executed: filepath.Join(dir, "executed"), Unrouted: make([]int, n)}, n: n, hot: make([]hotBody, hotSlots), rd: NewReader(r), open: map[int64]openInvoke{}, kinds: map[string]bool{}, bigOps: map[int64]int32{}}
 	sp.union = make([]int, n)
 	for i := range sp.union {
 		sp.union[i] = i
@@ -195,9 +197,10 @@ type splitter struct {
 	// after the split, each is read alone to join the partitions an intent
 	// spanned, rather than a map of every intent growing with the history.
 	intents  []*sideWriter
-	executed *sideWriter // TenantKeyHash of every effect
-	hot      []hotBody   // bodies tracked for genericity, by body hash
-	ops      []int32     // op → key partition + 1, for small non-negative ops
+	executed *sideWriter     // TenantKeyHash of every effect
+	hot      []hotBody       // bodies tracked for genericity, by body hash
+	kinds    map[string]bool // kinds of the faults written to every key partition
+	ops      []int32         // op → key partition + 1, for small non-negative ops
 	bigOps   map[int64]int32
 	open     map[int64]openInvoke
 }
@@ -230,7 +233,9 @@ type fact struct {
 	body     uint64 // hash of a non-empty response body; bodied says there is one
 	bodied   bool
 	errorMsg string // interrupted: why
-	tk       uint64 // effect: TenantKeyHash
+	fault    string // fault: its kind, "" for one aimed at one attempt that may stay in its partition
+
+	tk uint64 // effect: TenantKeyHash
 }
 
 // batch is a run of lines read together and parsed by one worker.
@@ -444,6 +449,11 @@ func parseFact(p *fastjson.Parser, f *fact) {
 		}
 	case TypeInterrupted:
 		f.errorMsg = string(v.GetStringBytes("error"))
+	case TypeFault:
+		f.op = v.GetInt64("op")
+		if a := v.GetStringBytes("action"); f.op != 0 && (len(a) == 0 || string(a) == "fire") {
+			f.fault = string(v.GetStringBytes("fault"))
+		}
 	}
 }
 
@@ -527,7 +537,20 @@ func (sp *splitter) route(f *fact) error {
 		if sp.s.Interrupted == "" {
 			sp.s.Interrupted = "interrupted"
 		}
-	case TypeMeta, TypeFault:
+	case TypeFault:
+		// A fault aimed at one attempt matters to that attempt's checks
+		// alone, once a fault of its kind is in every partition: a
+		// response-drop per retried intent, copied into each of hundreds
+		// of partitions, made most of what each one loaded.
+		if local(f.fault) && sp.kinds[f.fault] {
+			if p, ok := sp.opPart(f.op); ok {
+				return sp.keys[p].write(line, raw)
+			}
+		}
+		if f.fault != "" {
+			sp.kinds[f.fault] = true
+		}
+	case TypeMeta:
 	default:
 		if !f.typed {
 			return sp.keys[0].write(line, raw) // not an event: partition 0's loader says why
@@ -539,6 +562,20 @@ func (sp *splitter) route(f *fact) error {
 		}
 	}
 	return nil
+}
+
+// local says whether a fault of the kind, fired at one attempt, can be
+// written to that attempt's key partition alone. The checks read such a
+// fault by its op (the attempt it hit), or ask whether the history has a
+// fault of its kind at all (so the first of each kind goes to every
+// partition); a crash, a purge (retention-expiry) and replica lag they
+// also read by time, across keys: those go to every partition.
+func local(kind string) bool {
+	switch kind {
+	case "", "crash", "retention-expiry", "replica-lag":
+		return false
+	}
+	return true
 }
 
 // toBody writes a 2xx answer with a body, and its invoke, to the body

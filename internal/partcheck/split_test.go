@@ -156,3 +156,37 @@ func TestSplit_KeysCountsDistinctScopes(t *testing.T) {
 		}
 	}
 }
+
+// A fault aimed at one attempt (a dropped response) goes to that attempt's
+// key partition alone, after the first of its kind, which every partition
+// gets: the partitions hold the history once, not its faults n times.
+func TestSplit_FaultsAimedAtOneAttemptAreNotCopied(t *testing.T) {
+	const parts = 8
+	data := histgen.Generate(histgen.Default(20000))
+	faults := bytes.Count(data, []byte(`"type":"fault"`))
+	if faults < 100 {
+		t.Fatalf("the generated history has %d faults: the test needs many", faults)
+	}
+	name := filepath.Join(t.TempDir(), "h.jsonl")
+	if err := os.WriteFile(name, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := history.SplitFile(bytes.NewReader(data), t.TempDir(), parts)
+	if err != nil || sp.Err != nil {
+		t.Fatal(err, sp.Err)
+	}
+	total := 0
+	for _, p := range sp.KeyParts {
+		b, err := os.ReadFile(p.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += bytes.Count(b, []byte("\n"))
+	}
+	// Each partition beyond the first holds a copy of the meta event and
+	// of the first response-drop.
+	if want := bytes.Count(data, []byte("\n")) + (parts-1)*2; total != want {
+		t.Fatalf("key partitions hold %d lines, want %d (the history's %d faults copied?)", total, want, faults)
+	}
+	same(t, t.TempDir(), name, parts)
+}
