@@ -2,6 +2,7 @@ package history
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,15 +25,23 @@ import (
 // the whole history that some checks need travel beside them.
 type Split struct {
 	// KeyParts are the key partitions: partition i holds the meta, fault and
-	// interrupted events, and the attempts and effects of the keys whose
-	// hash is i. Groups joins the partitions an intent spanned (a client
-	// that changed its key on a retry): a group is checked as one.
+	// interrupted events (but a fault aimed at one attempt, after the first
+	// of its kind, only in that attempt's partition), and the attempts and
+	// effects of the keys whose hash is i. Groups joins the partitions an
+	// intent spanned (a client that changed its key on a retry): a group is
+	// checked as one.
 	KeyParts []Part
 	Groups   [][]int
 	// BodyParts are the response partitions: the meta event and every attempt
-	// whose response body is not empty, by the hash of that body, for the
-	// check that compares responses across keys (tenant-isolation).
+	// answered 2xx with a body that is not empty, by the hash of that body,
+	// for the check that compares responses across keys (tenant-isolation,
+	// which judges those answers alone).
 	BodyParts []Part
+	// Unrouted counts, by body partition, the 2xx answers not written to
+	// it because their body was already known generic: a tenant received
+	// it under two keys, in answers written there, so tenant-isolation
+	// finds no leak in it and only counts them (see [SplitFile]).
+	Unrouted []int
 
 	Meta         Event
 	Events       int
@@ -48,13 +57,42 @@ type Split struct {
 	Successes         []int64
 	Answers, Failures int
 	Keys              int
-	// Executed holds [TenantKeyHash] of the (tenant, key) of every effect:
-	// tenant-isolation, judged over partitions by response body, asks it.
-	Executed map[uint64]struct{}
 	// Err is the first malformed line the split itself found (nil for
 	// none): the lines before it are in the partitions, which may hold an
 	// earlier error of their own.
 	Err *LineError
+
+	// executed is the file of [TenantKeyHash]es of the (tenant, key) of
+	// every effect, read into tks on the first question ([Split.Executed]).
+	executed string
+	once     sync.Once
+	tks      []uint64
+	tkErr    error
+}
+
+// Executed says whether the (tenant, key) has an effect in the history:
+// tenant-isolation, judged over partitions by response body, asks it. The
+// hashes wait on disk until the first question (a clean history asks
+// none), then take 8 bytes per distinct (tenant, key) with an effect.
+func (s *Split) Executed(tenant, key string) (bool, error) {
+	s.once.Do(func() {
+		b, err := os.ReadFile(s.executed)
+		if err != nil {
+			s.tkErr = err
+			return
+		}
+		s.tks = make([]uint64, len(b)/8)
+		for i := range s.tks {
+			s.tks[i] = binary.LittleEndian.Uint64(b[8*i:])
+		}
+		slices.Sort(s.tks)
+		s.tks = slices.Clip(slices.Compact(s.tks))
+	})
+	if s.tkErr != nil {
+		return false, s.tkErr
+	}
+	_, ok := slices.BinarySearch(s.tks, TenantKeyHash(tenant, key))
+	return ok, nil
 }
 
 // Part is one partition: a JSONL file and, beside it, the line number in
@@ -67,14 +105,24 @@ type Part struct {
 }
 
 // SplitFile reads the history in r once and writes its partitions into dir.
-// Memory grows with the number of distinct ops, intents and keys (a few
-// bytes each), never with bodies: attempts still in flight keep their
-// invoke line until they complete.
+// Memory grows only with the number of ops (4 bytes each) and of 2xx
+// answers (8 bytes each, [Split.Successes]), never with bodies: attempts
+// still in flight keep their invoke line until they complete. What the
+// split learns of intents, scopes and effects goes to files beside the
+// partitions and is read back a partition at a time.
+//
+// A body that many answers share ({"ok":true}) would crowd one body
+// partition. Tenant-isolation ignores a body some tenant received under
+// two keys (generic), so once the split has written two such answers of a
+// body to its partition, it writes no further answer of it there and
+// counts it in [Split.Unrouted]; it tracks a bounded number of bodies at
+// a time, so a body it lost track of is written again, which is only
+// slower.
 func SplitFile(r io.Reader, dir string, n int) (*Split, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("split: %d partitions", n)
 	}
-	sp := &splitter{s: &Split{Executed: map[uint64]struct{}{}}, n: n, rd: NewReader(r), intents: map[uint64]int32{}, early: map[uint64][]int32{}, scopes: map[uint64]struct{}{}, open: map[int64]openInvoke{}, bigOps: map[int64]int32{}}
+	sp := &splitter{s: &Split{executed: filepath.Join(dir, "executed"), Unrouted: make([]int, n)}, n: n, hot: make([]hotBody, hotSlots), rd: NewReader(r), open: map[int64]openInvoke{}, kinds: map[string]bool{}, bigOps: map[int64]int32{}}
 	sp.union = make([]int, n)
 	for i := range sp.union {
 		sp.union[i] = i
@@ -86,18 +134,35 @@ func SplitFile(r io.Reader, dir string, n int) (*Split, error) {
 	if sp.bodies, sp.s.BodyParts, err = createParts(dir, "body", n); err != nil {
 		return nil, err
 	}
+	if sp.intents, err = createSides(dir, "intents", n); err != nil {
+		return nil, err
+	}
+	if sp.executed, err = createSide(sp.s.executed); err != nil {
+		return nil, err
+	}
 	runErr := sp.run()
 	for _, w := range append(sp.keys, sp.bodies...) {
 		if cerr := w.close(); cerr != nil && runErr == nil {
 			runErr = cerr
 		}
 	}
+	for _, w := range append(sp.intents, sp.executed) {
+		if cerr := w.close(); cerr != nil && runErr == nil {
+			runErr = cerr
+		}
+	}
+	if runErr == nil {
+		runErr = sp.joinIntents()
+	}
+	if runErr == nil {
+		runErr = sp.countScopes()
+	}
 	if runErr != nil {
 		return nil, runErr
 	}
 	s := sp.s
 	slices.Sort(s.Successes)
-	s.Keys = len(sp.scopes)
+	s.Successes = slices.Clip(s.Successes)
 	groups := map[int][]int{}
 	for i := range n {
 		root := sp.find(i)
@@ -115,23 +180,29 @@ func SplitFile(r io.Reader, dir string, n int) (*Split, error) {
 }
 
 type openInvoke struct {
-	line int
-	raw  []byte
+	line        int
+	raw         []byte
+	tenant, key uint64 // hashes
 }
 
 type splitter struct {
-	s       *Split
-	n       int
-	rd      *Reader
-	keys    []*partWriter
-	bodies  []*partWriter
-	union   []int
-	intents map[uint64]int32   // intent hash → key partition
-	early   map[uint64][]int32 // partitions of effects that named an intent not yet invoked
-	scopes  map[uint64]struct{}
-	ops     []int32 // op → key partition + 1, for small non-negative ops
-	bigOps  map[int64]int32
-	open    map[int64]openInvoke
+	s      *Split
+	n      int
+	rd     *Reader
+	keys   []*partWriter
+	bodies []*partWriter
+	union  []int
+	// intents are the files of intent records (the intent's hash and the
+	// key partition of an invoke or effect that named it), by intent hash:
+	// after the split, each is read alone to join the partitions an intent
+	// spanned, rather than a map of every intent growing with the history.
+	intents  []*sideWriter
+	executed *sideWriter     // TenantKeyHash of every effect
+	hot      []hotBody       // bodies tracked for genericity, by body hash
+	kinds    map[string]bool // kinds of the faults written to every key partition
+	ops      []int32         // op → key partition + 1, for small non-negative ops
+	bigOps   map[int64]int32
+	open     map[int64]openInvoke
 }
 
 var splitSeed = maphash.MakeSeed()
@@ -153,6 +224,7 @@ type fact struct {
 	ns       int64
 	op       int64
 	key      uint64 // hash of the key (invoke, effect)
+	tenant   uint64 // invoke: hash of the tenant
 	intent   uint64
 	named    bool   // an intent was given
 	scope    uint64 // hash of (tenant, method, path, key); keyed says there is a key
@@ -161,7 +233,9 @@ type fact struct {
 	body     uint64 // hash of a non-empty response body; bodied says there is one
 	bodied   bool
 	errorMsg string // interrupted: why
-	tk       uint64 // effect: TenantKeyHash
+	fault    string // fault: its kind, "" for one aimed at one attempt that may stay in its partition
+
+	tk uint64 // effect: TenantKeyHash
 }
 
 // batch is a run of lines read together and parsed by one worker.
@@ -344,6 +418,7 @@ func parseFact(p *fastjson.Parser, f *fact) {
 		f.op = v.GetInt64("op")
 		key := v.GetStringBytes("key")
 		f.key = routeHash(key)
+		f.tenant = routeHash(v.GetStringBytes("tenant"))
 		if in := v.GetStringBytes("intent"); len(in) > 0 {
 			f.intent, f.named = maphash.Bytes(splitSeed, in), true
 		}
@@ -374,6 +449,11 @@ func parseFact(p *fastjson.Parser, f *fact) {
 		}
 	case TypeInterrupted:
 		f.errorMsg = string(v.GetStringBytes("error"))
+	case TypeFault:
+		f.op = v.GetInt64("op")
+		if a := v.GetStringBytes("action"); f.op != 0 && (len(a) == 0 || string(a) == "fire") {
+			f.fault = string(v.GetStringBytes("fault"))
+		}
 	}
 }
 
@@ -395,26 +475,22 @@ func (sp *splitter) route(f *fact) error {
 		p := sp.part(f.key)
 		if f.named {
 			sp.s.IntentsKnown = true
-			if q, ok := sp.intents[f.intent]; ok && q != p {
-				sp.join(int(q), int(p))
-			} else if !ok {
-				sp.intents[f.intent] = p
-				// An effect named this intent before it was invoked: the
-				// check attributes it to the intent all the same.
-				for _, q := range sp.early[f.intent] {
-					sp.join(int(q), int(p))
-				}
-				delete(sp.early, f.intent)
+			if err := sp.intent(f.intent, p, false); err != nil {
+				return err
 			}
 		}
 		if f.keyed {
-			sp.scopes[f.scope] = struct{}{}
+			// A scope includes its key, so all of its invokes are in
+			// partition p: counted there, after the split.
+			if err := sp.keys[p].scope(f.scope); err != nil {
+				return err
+			}
 		}
 		if q, seen := sp.opPart(f.op); seen {
 			p = q // a second invoke of an op: its loader says so
 		} else {
 			sp.setOp(f.op, p)
-			sp.open[f.op] = openInvoke{line: line, raw: append([]byte(nil), raw...)}
+			sp.open[f.op] = openInvoke{line: line, raw: append([]byte(nil), raw...), tenant: f.tenant, key: f.key}
 		}
 		if err := sp.keys[p].invoked(line); err != nil {
 			return err
@@ -430,12 +506,11 @@ func (sp *splitter) route(f *fact) error {
 			if f.status >= 200 && f.status < 300 {
 				sp.s.Successes = append(sp.s.Successes, f.ns)
 			}
-			if inv, ok := sp.open[f.op]; ok && f.bodied {
-				w := sp.bodies[sp.part(f.body)]
-				if err := w.write(inv.line, inv.raw); err != nil {
-					return err
-				}
-				if err := w.write(line, raw); err != nil {
+			// Tenant-isolation judges the 2xx answers with a body alone:
+			// the others (a 409's problem document, identical across the
+			// history) would crowd one body partition for nothing.
+			if inv, ok := sp.open[f.op]; ok && f.bodied && f.status >= 200 && f.status < 300 {
+				if err := sp.toBody(f, inv); err != nil {
 					return err
 				}
 			}
@@ -444,15 +519,16 @@ func (sp *splitter) route(f *fact) error {
 		return sp.keys[p].write(line, raw)
 	case TypeEffect:
 		sp.s.EffectsKnown = true
-		sp.s.Executed[f.tk] = struct{}{}
+		if err := sp.executed.uint64(f.tk); err != nil {
+			return err
+		}
+		// By its key (the check falls back to the key if the intent is
+		// never invoked); joined after the split with the partitions of
+		// its intent's invokes, before or after it, if there are any.
 		p := sp.part(f.key)
 		if f.named {
-			if q, ok := sp.intents[f.intent]; ok {
-				p = q
-			} else if !slices.Contains(sp.early[f.intent], p) {
-				// By its key for now (the check falls back to the key if
-				// the intent never comes); joined with it if it does.
-				sp.early[f.intent] = append(sp.early[f.intent], p)
+			if err := sp.intent(f.intent, p, true); err != nil {
+				return err
 			}
 		}
 		return sp.keys[p].write(line, raw)
@@ -461,7 +537,20 @@ func (sp *splitter) route(f *fact) error {
 		if sp.s.Interrupted == "" {
 			sp.s.Interrupted = "interrupted"
 		}
-	case TypeMeta, TypeFault:
+	case TypeFault:
+		// A fault aimed at one attempt matters to that attempt's checks
+		// alone, once a fault of its kind is in every partition: a
+		// response-drop per retried intent, copied into each of hundreds
+		// of partitions, made most of what each one loaded.
+		if local(f.fault) && sp.kinds[f.fault] {
+			if p, ok := sp.opPart(f.op); ok {
+				return sp.keys[p].write(line, raw)
+			}
+		}
+		if f.fault != "" {
+			sp.kinds[f.fault] = true
+		}
+	case TypeMeta:
 	default:
 		if !f.typed {
 			return sp.keys[0].write(line, raw) // not an event: partition 0's loader says why
@@ -473,6 +562,78 @@ func (sp *splitter) route(f *fact) error {
 		}
 	}
 	return nil
+}
+
+// local says whether a fault of the kind, fired at one attempt, can be
+// written to that attempt's key partition alone. The checks read such a
+// fault by its op (the attempt it hit), or ask whether the history has a
+// fault of its kind at all (so the first of each kind goes to every
+// partition); a crash, a purge (retention-expiry) and replica lag they
+// also read by time, across keys: those go to every partition.
+func local(kind string) bool {
+	switch kind {
+	case "", "crash", "retention-expiry", "replica-lag":
+		return false
+	}
+	return true
+}
+
+// toBody writes a 2xx answer with a body, and its invoke, to the body
+// partition of the body, unless the body is known generic.
+func (sp *splitter) toBody(f *fact, inv openInvoke) error {
+	bp := sp.part(f.body)
+	if sp.generic(f.body, inv.tenant, inv.key) {
+		sp.s.Unrouted[bp]++
+		return nil
+	}
+	w := sp.bodies[bp]
+	if err := w.write(inv.line, inv.raw); err != nil {
+		return err
+	}
+	return w.write(f.line, f.raw)
+}
+
+// hotSlots is how many bodies the split tracks at once (~80 bytes each).
+const hotSlots = 1 << 12
+
+// hotBody is what the split knows of a body from the answers it wrote to
+// the body's partition since it began tracking it: the first key of each
+// of its first few tenants, and whether a tenant received it under a
+// second key (generic). Answers written before tracking began are in the
+// partition too, so what it knows holds there, which is all it needs.
+type hotBody struct {
+	body    uint64
+	used    bool
+	generic bool
+	n       int // firsts in use
+	firsts  [4]struct{ tenant, key uint64 }
+}
+
+// generic says whether the body of an answer to (tenant, key) is already
+// known generic, and otherwise learns from the answer, which the caller
+// then writes to the body's partition.
+func (sp *splitter) generic(body, tenant, key uint64) bool {
+	e := &sp.hot[body%hotSlots]
+	if !e.used || e.body != body {
+		if e.used && e.generic {
+			return false // a generic body keeps its slot: it is the one worth it
+		}
+		*e = hotBody{body: body, used: true}
+	}
+	if e.generic {
+		return true
+	}
+	for _, f := range e.firsts[:e.n] {
+		if f.tenant == tenant {
+			e.generic = f.key != key
+			return false
+		}
+	}
+	if e.n < len(e.firsts) {
+		e.firsts[e.n].tenant, e.firsts[e.n].key = tenant, key
+		e.n++
+	}
+	return false
 }
 
 // maxDenseOp bounds the ops kept in a slice (4 bytes each); larger or
@@ -501,6 +662,89 @@ func (sp *splitter) setOp(op int64, p int32) {
 	sp.bigOps[op] = p
 }
 
+// intent notes that an invoke (or an effect) in key partition p named the
+// intent with hash h.
+func (sp *splitter) intent(h uint64, p int32, effect bool) error {
+	v := uint32(p)
+	if effect {
+		v |= effectBit
+	}
+	w := sp.intents[h%uint64(len(sp.intents))]
+	if err := w.uint64(h); err != nil {
+		return err
+	}
+	return w.uint32(v)
+}
+
+// effectBit marks an intent record of an effect.
+const effectBit = 1 << 31
+
+// joinIntents reads the intent records file by file and joins the key
+// partitions of each intent: those of its invokes, and those of its
+// effects when it was invoked at all (an effect of an intent never
+// invoked is judged by its key alone).
+func (sp *splitter) joinIntents() error {
+	type rec struct {
+		h uint64
+		v uint32
+	}
+	var recs []rec
+	for _, w := range sp.intents {
+		b, err := os.ReadFile(w.name)
+		if err != nil {
+			return err
+		}
+		recs = recs[:0]
+		for i := 0; i+12 <= len(b); i += 12 {
+			recs = append(recs, rec{binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint32(b[i+8:])})
+		}
+		slices.SortFunc(recs, func(a, b rec) int {
+			if a.h != b.h {
+				return cmp.Compare(a.h, b.h)
+			}
+			return cmp.Compare(a.v, b.v) // invokes, without the effect bit, first
+		})
+		for i := 0; i < len(recs); {
+			j := i + 1
+			for j < len(recs) && recs[j].h == recs[i].h {
+				j++
+			}
+			if recs[i].v&effectBit == 0 {
+				for _, r := range recs[i+1 : j] {
+					sp.join(int(recs[i].v), int(r.v&^effectBit))
+				}
+			}
+			i = j
+		}
+		if err := os.Remove(w.name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countScopes counts the distinct scopes of each key partition, from the
+// hashes its invokes left beside it: their sum is the history's.
+func (sp *splitter) countScopes() error {
+	var hs []uint64
+	for _, w := range sp.keys {
+		b, err := os.ReadFile(w.scopes)
+		if err != nil {
+			return err
+		}
+		hs = hs[:0]
+		for i := 0; i+8 <= len(b); i += 8 {
+			hs = append(hs, binary.LittleEndian.Uint64(b[i:]))
+		}
+		slices.Sort(hs)
+		sp.s.Keys += len(slices.Compact(hs))
+		if err := os.Remove(w.scopes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (sp *splitter) find(i int) int {
 	for sp.union[i] != i {
 		sp.union[i] = sp.union[sp.union[i]]
@@ -518,9 +762,17 @@ func (sp *splitter) join(a, b int) {
 }
 
 type partWriter struct {
-	f, lf, inf *os.File
-	w, lw, inw *bufio.Writer
-	scratch    [8]byte
+	f, lf, inf, sf *os.File
+	w, lw, inw, sw *bufio.Writer
+	scratch        [8]byte
+	scopes         string // a key partition's file of scope hashes
+}
+
+// scope notes the hash of a scope invoked in the partition.
+func (w *partWriter) scope(h uint64) error {
+	binary.LittleEndian.PutUint64(w.scratch[:], h)
+	_, err := w.sw.Write(w.scratch[:])
+	return err
 }
 
 // invoked notes the line of an invoke event written to the partition.
@@ -554,6 +806,14 @@ func createParts(dir, kind string, n int) ([]*partWriter, []Part, error) {
 				return nil, nil, err
 			}
 			ws[i].inw = bufio.NewWriterSize(ws[i].inf, 8<<10)
+			ws[i].scopes = filepath.Join(dir, kind+strconv.Itoa(i)+".scopes")
+			if ws[i].sf, err = os.Create(ws[i].scopes); err != nil {
+				f.Close()
+				lf.Close()
+				ws[i].inf.Close()
+				return nil, nil, err
+			}
+			ws[i].sw = bufio.NewWriterSize(ws[i].sf, 4<<10)
 		}
 		parts[i] = p
 	}
@@ -574,12 +834,56 @@ func (w *partWriter) write(line int, raw []byte) error {
 func (w *partWriter) close() error {
 	err := errors.Join(w.w.Flush(), w.lw.Flush())
 	if w.inw != nil {
-		err = errors.Join(err, w.inw.Flush(), w.inf.Close())
+		err = errors.Join(err, w.inw.Flush(), w.inf.Close(), w.sw.Flush(), w.sf.Close())
 	}
 	return errors.Join(err, w.f.Close(), w.lf.Close())
 }
 
-// TenantKeyHash is the hash [Split.Executed] holds for a (tenant, key).
+// sideWriter writes fixed-size records of the split's facts to a file.
+type sideWriter struct {
+	name    string
+	f       *os.File
+	w       *bufio.Writer
+	scratch [8]byte
+}
+
+func createSide(name string) (*sideWriter, error) {
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return &sideWriter{name: name, f: f, w: bufio.NewWriterSize(f, 4<<10)}, nil
+}
+
+func createSides(dir, kind string, n int) ([]*sideWriter, error) {
+	ws := make([]*sideWriter, n)
+	for i := range ws {
+		var err error
+		if ws[i], err = createSide(filepath.Join(dir, kind+strconv.Itoa(i))); err != nil {
+			for _, w := range ws[:i] {
+				w.f.Close()
+			}
+			return nil, err
+		}
+	}
+	return ws, nil
+}
+
+func (w *sideWriter) uint64(v uint64) error {
+	binary.LittleEndian.PutUint64(w.scratch[:], v)
+	_, err := w.w.Write(w.scratch[:])
+	return err
+}
+
+func (w *sideWriter) uint32(v uint32) error {
+	binary.LittleEndian.PutUint32(w.scratch[:4], v)
+	_, err := w.w.Write(w.scratch[:4])
+	return err
+}
+
+func (w *sideWriter) close() error { return errors.Join(w.w.Flush(), w.f.Close()) }
+
+// TenantKeyHash is the hash [Split.Executed] looks up for a (tenant, key).
 func TenantKeyHash(tenant, key string) uint64 {
 	return tenantKeyHash([]byte(tenant), []byte(key))
 }

@@ -81,7 +81,10 @@ func checkPartitioned(ctx context.Context, name string, contract checkers.Contra
 	if err != nil {
 		return report.Run{}, nil, historyError(name, err)
 	}
-	sum, res := share.Result()
+	sum, res, err := share.Result()
+	if err != nil {
+		return report.Run{}, nil, err
+	}
 	return runOf(name, sum, res), share, nil
 }
 

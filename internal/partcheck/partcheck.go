@@ -14,6 +14,7 @@
 package partcheck
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -90,8 +91,7 @@ func CheckFile(name string, o Options) (*Summary, checkers.Result, error) {
 	if err != nil {
 		return nil, checkers.Result{}, err
 	}
-	sum, res := merge([]*Partial{p})
-	return sum, res, nil
+	return merge([]*Partial{p})
 }
 
 // Check checks the history in the named file partition by partition, as
@@ -155,9 +155,20 @@ func Check(name string, o Options) (*Partial, error) {
 		}
 		src.SHA256 = hex.EncodeToString(sum.Sum(nil))
 	}
+	// The executed (tenant, key)s are read from disk on the first
+	// question; a failed read fails the check once the partitions are done.
+	var (
+		execMu  sync.Mutex
+		execErr error
+	)
 	g := &checkers.Globals{Successes: sp.Successes, Answers: sp.Answers, Failures: sp.Failures, Keys: sp.Keys,
 		Executed: func(tenant, key string) bool {
-			_, ok := sp.Executed[history.TenantKeyHash(tenant, key)]
+			ok, err := sp.Executed(tenant, key)
+			if err != nil {
+				execMu.Lock()
+				execErr = cmp.Or(execErr, err)
+				execMu.Unlock()
+			}
 			return ok
 		}}
 	opts := append(o.Contract.Options(), checkers.WithGlobals(g))
@@ -175,6 +186,7 @@ func Check(name string, o Options) (*Partial, error) {
 		ordered bool
 		names   []string
 		key     int // the key partition a key unit starts with, -1 for a body unit
+		body    int // the body partition of a body unit
 	}
 	var units []unit
 	out := &Partial{Index: o.Only, Total: o.Partitions, Source: src, Invariants: names, Settings: settings,
@@ -192,11 +204,19 @@ func Check(name string, o Options) (*Partial, error) {
 	}
 	for i, p := range sp.BodyParts {
 		if bodies && (o.Only < 0 || i == o.Only) {
-			units = append(units, unit{parts: []history.Part{p}, names: []string{tenantIsolation}, key: -1})
+			units = append(units, unit{parts: []history.Part{p}, names: []string{tenantIsolation}, key: -1, body: i})
 		}
 	}
-	results := make([][]checkers.Result, len(units))
+	// Each unit's results wait for the merge encoded
+	// ([checkers.MarshalPartial]): a sixth of their size in memory, and
+	// nothing for the collector to scan; at 30M events the detached
+	// results of every partition checked so far made ~180 MB.
+	results := make([][][]byte, len(units))
 	errs := make([]error, len(units))
+	// Twin questions (a write acknowledged and lost) are gathered as each
+	// unit is checked.
+	var qMu sync.Mutex
+	q := map[checkers.TwinScope]bool{}
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -213,7 +233,23 @@ func Check(name string, o Options) (*Partial, error) {
 					continue
 				}
 				u := units[i]
-				results[i], errs[i] = checkUnit(u.parts, u.ordered, u.names, opts, o, sp)
+				res, err := checkUnit(u.parts, u.ordered, u.names, opts, o, sp)
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				if u.key < 0 {
+					// The answers of a generic body that the split did not
+					// write to its body partition were judged all the same:
+					// counted.
+					res[0].Checked += sp.Unrouted[u.body]
+				}
+				qMu.Lock()
+				for _, r := range res {
+					maps.Copy(q, checkers.TwinQueries(r))
+				}
+				qMu.Unlock()
+				results[i], errs[i] = encode(res)
 			}
 		}()
 	}
@@ -228,17 +264,14 @@ func Check(name string, o Options) (*Partial, error) {
 	if err := firstError(sp.Err, errs); err != nil {
 		return nil, err
 	}
+	if execErr != nil {
+		return nil, fmt.Errorf("executed keys: %w", execErr)
+	}
 	// A write acknowledged and lost: its likely cause may be an intent
 	// with the same body under a key of another partition, of any machine's
 	// share. A second pass over every key partition finds it; only a
 	// failing history pays for it. An interrupted history's violations are
 	// dropped at the merge: no pass for them.
-	q := map[checkers.TwinScope]bool{}
-	for _, rs := range results {
-		for _, r := range rs {
-			maps.Copy(q, checkers.TwinQueries(r))
-		}
-	}
 	if len(q) > 0 && sp.Interrupted == "" {
 		var twins []checkers.Twin
 		for _, grp := range sp.Groups {
@@ -254,13 +287,31 @@ func Check(name string, o Options) (*Partial, error) {
 		}
 		for _, rs := range results {
 			for j := range rs {
-				rs[j] = checkers.ResolveTwins(rs[j], twins)
+				r, err := checkers.UnmarshalPartial(rs[j])
+				if err != nil {
+					return nil, err
+				}
+				if rs[j], err = checkers.MarshalPartial(checkers.ResolveTwins(r, twins)); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
 	for i, u := range units {
 		for j, n := range u.names {
-			out.results = append(out.results, partResult{name: n, res: results[i][j]})
+			out.results = append(out.results, partResult{name: n, enc: results[i][j]})
+		}
+	}
+	return out, nil
+}
+
+// encode encodes a unit's results for the merge.
+func encode(res []checkers.Result) ([][]byte, error) {
+	out := make([][]byte, len(res))
+	for i, r := range res {
+		var err error
+		if out[i], err = checkers.MarshalPartial(r); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -269,7 +320,7 @@ func Check(name string, o Options) (*Partial, error) {
 // merge joins partials, ordered by index, into the result of the whole:
 // checker by checker, in the order asked, each checker's parts in the
 // order the in-memory check of every partition would have met them.
-func merge(parts []*Partial) (*Summary, checkers.Result) {
+func merge(parts []*Partial) (*Summary, checkers.Result, error) {
 	first := parts[0]
 	sum := &Summary{Meta: first.meta, Events: first.Events, Truncated: first.Truncated, Interrupted: first.Interrupted}
 	for _, p := range parts {
@@ -277,17 +328,22 @@ func merge(parts []*Partial) (*Summary, checkers.Result) {
 	}
 	var merged []checkers.Result
 	for _, n := range first.Invariants {
+		// One checker's results decoded at a time.
 		var rs []checkers.Result
 		for _, p := range parts {
 			for _, r := range p.results {
 				if r.name == n {
-					rs = append(rs, r.res)
+					res, err := checkers.UnmarshalPartial(r.enc)
+					if err != nil {
+						return nil, checkers.Result{}, fmt.Errorf("partition result %s: %w", n, err)
+					}
+					rs = append(rs, res)
 				}
 			}
 		}
 		merged = append(merged, checkers.Merge(rs, first.Interrupted, first.Truncated))
 	}
-	return sum, checkers.Combine(merged...)
+	return sum, checkers.Combine(merged...), nil
 }
 
 // twinsOf returns the executed intents of some partitions that sent a

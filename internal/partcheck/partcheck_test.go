@@ -240,9 +240,12 @@ func TestRapidHistoriesSameAsInMemory(t *testing.T) {
 					fmt.Fprintf(&b, `{"type":"fail","op":%d,"ns":%d,"error":"refused"}`+"\n", p.op, ns)
 				}
 			case 6:
-				kind := rapid.SampledFrom([]string{"crash", "response-drop"}).Draw(rt, "fault")
-				action := rapid.SampledFrom([]string{"fire", "heal"}).Draw(rt, "action")
-				fmt.Fprintf(&b, `{"type":"fault","fault":"%s","action":"%s","op":0,"ns":%d}`+"\n", kind, action, ns)
+				kind := rapid.SampledFrom([]string{"crash", "response-drop", "latency", "retention-expiry", "replica-lag"}).Draw(rt, "fault")
+				action := rapid.SampledFrom([]string{"fire", "heal", ""}).Draw(rt, "action")
+				// Aimed at one attempt (any op so far, or one not yet
+				// invoked), or at the whole service (op 0).
+				at := rapid.Int64Range(0, op+1).Draw(rt, "fault-op")
+				fmt.Fprintf(&b, `{"type":"fault","fault":"%s","action":"%s","op":%d,"ns":%d}`+"\n", kind, action, at, ns)
 			default:
 				intent := ""
 				if rapid.Bool().Draw(rt, "named") {
