@@ -233,7 +233,7 @@ func Check(name string, o Options) (*Partial, error) {
 					continue
 				}
 				u := units[i]
-				res, err := checkUnit(u.parts, u.ordered, u.names, opts, o, sp)
+				res, err := checkUnit(ctx, u.parts, u.ordered, u.names, opts, o, sp)
 				if err != nil {
 					errs[i] = err
 					continue
@@ -275,11 +275,16 @@ func Check(name string, o Options) (*Partial, error) {
 	if len(q) > 0 && sp.Interrupted == "" {
 		var twins []checkers.Twin
 		for _, grp := range sp.Groups {
+			// An interrupt stops the second pass between groups too: on a
+			// big history it is minutes of loading.
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			var parts []history.Part
 			for _, i := range grp {
 				parts = append(parts, sp.KeyParts[i])
 			}
-			t, err := twinsOf(parts, q, opts, o, sp)
+			t, err := twinsOf(ctx, parts, q, opts, o, sp)
 			if err != nil {
 				return nil, err
 			}
@@ -348,8 +353,11 @@ func merge(parts []*Partial) (*Summary, checkers.Result, error) {
 
 // twinsOf returns the executed intents of some partitions that sent a
 // body asked about, placed by the line of their first attempt.
-func twinsOf(parts []history.Part, q map[checkers.TwinScope]bool, opts []checkers.Option, o Options, sp *history.Split) ([]checkers.Twin, error) {
+func twinsOf(ctx context.Context, parts []history.Part, q map[checkers.TwinScope]bool, opts []checkers.Option, o Options, sp *history.Split) ([]checkers.Twin, error) {
 	h, err := history.LoadParts(parts, true, o.Contract.LoadOptions())
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -372,9 +380,14 @@ func twinsOf(parts []history.Part, q map[checkers.TwinScope]bool, opts []checker
 // facts of the whole history replace the partition's own: its end, whether
 // effects were recorded; interruption and truncation are settled at the
 // merge, so that no partition drops its violations.
-func checkUnit(parts []history.Part, ordered bool, names []string, opts []checkers.Option, o Options, sp *history.Split) ([]checkers.Result, error) {
+func checkUnit(ctx context.Context, parts []history.Part, ordered bool, names []string, opts []checkers.Option, o Options, sp *history.Split) ([]checkers.Result, error) {
 	load := o.Contract.LoadOptions()
 	h, err := history.LoadParts(parts, ordered, load)
+	if err == nil {
+		// The checks themselves cannot be stopped; an interrupt that came
+		// during the load spares them.
+		err = ctx.Err()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -454,3 +454,36 @@ func TestShareHelper(t *testing.T) {
 	}
 	fmt.Printf("%s\n", b)
 }
+
+// TestInterruptSparesTheChecksOfALoadedUnit: an interrupt that arrives while
+// a unit is loading stops it before its checks, and before the second pass
+// (twins) loads anything: on a big history either is minutes of work after
+// Ctrl-C.
+func TestInterruptSparesTheChecksOfALoadedUnit(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "g.jsonl")
+	if err := os.WriteFile(name, histgen.Generate(histgen.Default(2000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sp, err := history.SplitFile(f, t.TempDir(), 2)
+	if err != nil || sp.Err != nil {
+		t.Fatal(err, sp.Err)
+	}
+	o := Options{Partitions: 2, Only: -1, Contract: checkers.DefaultContract()}
+	// Not interrupted, the unit is checked: the test below can fail.
+	if res, err := checkUnit(context.Background(), sp.KeyParts[:1], true, []string{"exactly-once"}, nil, o, sp); err != nil || len(res) == 0 || res[0].Checked == 0 {
+		t.Fatalf("uninterrupted: %v, %v", res, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res, err := checkUnit(ctx, sp.KeyParts[:1], true, []string{"exactly-once"}, nil, o, sp); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted unit: got %v, %v; want context.Canceled", res, err)
+	}
+	if tw, err := twinsOf(ctx, sp.KeyParts[:1], map[checkers.TwinScope]bool{}, nil, o, sp); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted twins pass: got %v, %v; want context.Canceled", tw, err)
+	}
+}
