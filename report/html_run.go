@@ -205,13 +205,7 @@ func writeRun(b *htmlBuf, rv *runView) {
 // its header and explanation, the timeline that shows it and the file
 // that holds this run's history.
 func writeRepeat(b *htmlBuf, tv *timelineView) {
-	b.raw("\n<section class=\"timeline repeat\"")
-	b.attr("id", tv.ID)
-	b.attr("data-key", tv.Key)
-	b.attr("data-tenant", tv.Tenant)
-	b.attr("data-invariant", tv.Invariant)
-	b.raw(">")
-	writeHeader(b, tv)
+	openTimeline(b, "timeline repeat", tv)
 	b.raw("\n<p class=\"muted\">Ops ")
 	b.text(joinOps(tv.Ops))
 	b.raw(". Not drawn: the same failure as")
@@ -233,6 +227,19 @@ func writeRepeat(b *htmlBuf, tv *timelineView) {
 		b.raw("</code>.")
 	}
 	b.raw("</p>\n</section>")
+}
+
+// openTimeline opens a timeline's section, with the attributes the page's
+// filters read, and writes its header.
+func openTimeline(b *htmlBuf, class string, tv *timelineView) {
+	b.raw("\n<section")
+	b.attr("class", class)
+	b.attr("id", tv.ID)
+	b.attr("data-key", tv.Key)
+	b.attr("data-tenant", tv.Tenant)
+	b.attr("data-invariant", tv.Invariant)
+	b.raw(">")
+	writeHeader(b, tv)
 }
 
 func (b *htmlBuf) float(f float64) {
@@ -257,13 +264,7 @@ func (b *htmlBuf) attrNum(name string, f float64) {
 // writeTimeline writes a drawn timeline: the header, the explanation and
 // the SVG drawing of [layout].
 func writeTimeline(b *htmlBuf, tv *timelineView) {
-	b.raw("\n<section class=\"timeline\"")
-	b.attr("id", tv.ID)
-	b.attr("data-key", tv.Key)
-	b.attr("data-tenant", tv.Tenant)
-	b.attr("data-invariant", tv.Invariant)
-	b.raw(">")
-	writeHeader(b, tv)
+	openTimeline(b, "timeline", tv)
 	if tv.Cause != "" {
 		b.raw("\n<p class=\"cause\"><strong>Likely cause:</strong> ")
 		b.text(tv.Cause)
