@@ -41,6 +41,13 @@ func (b *htmlBuf) raw(s ...string) {
 // text writes s escaped: safe in element text and in a quoted attribute.
 func (b *htmlBuf) text(s string) { htmlEscaper.WriteString(b, s) }
 
+// enclose writes s escaped between two pieces of markup.
+func (b *htmlBuf) enclose(open, s, close string) {
+	b.raw(open)
+	b.text(s)
+	b.raw(close)
+}
+
 func (b *htmlBuf) int(n int64) { b.WriteString(strconv.FormatInt(n, 10)) }
 
 // writeRun writes one run's section.
@@ -51,28 +58,18 @@ func writeRun(b *htmlBuf, rv *runView) {
 	if rv.Fold {
 		b.raw("<details><summary>")
 	}
-	b.raw("\n<h2><span class=\"badge ")
-	b.text(rv.Status)
-	b.raw("\">")
+	b.enclose("\n<h2><span class=\"badge ", rv.Status, "\">")
 	b.text(strings.ToUpper(rv.Status))
-	b.raw("</span> ")
-	b.text(runLabel(rv.Run))
-	b.raw("</h2>")
+	b.enclose("</span> ", runLabel(rv.Run), "</h2>")
 	if rv.Fold {
 		b.raw("</summary>")
 	}
-	b.raw("\n<dl class=\"facts\">\n<dt>scenario</dt><dd>")
-	b.text(dash(rv.Scenario))
-	b.raw("</dd>")
+	b.enclose("\n<dl class=\"facts\">\n<dt>scenario</dt><dd>", dash(rv.Scenario), "</dd>")
 	if rv.File != "" {
-		b.raw("<dt>file</dt><dd><code>")
-		b.text(rv.File)
-		b.raw("</code></dd>")
+		b.enclose("<dt>file</dt><dd><code>", rv.File, "</code></dd>")
 	}
 	if rv.Mutant != "" {
-		b.raw("<dt>mutant</dt><dd><code>")
-		b.text(rv.Mutant)
-		b.raw("</code></dd>")
+		b.enclose("<dt>mutant</dt><dd><code>", rv.Mutant, "</code></dd>")
 	}
 	b.raw("\n<dt>seed</dt><dd>")
 	b.int(rv.Seed)
@@ -90,25 +87,17 @@ func writeRun(b *htmlBuf, rv *runView) {
 		b.raw(" ms</dd>")
 	}
 	if rv.Repro != "" {
-		b.raw("<dt>reproducibility</dt><dd>")
-		b.text(rv.Repro)
-		b.raw("</dd>")
+		b.enclose("<dt>reproducibility</dt><dd>", rv.Repro, "</dd>")
 	}
 	if rv.History != "" {
-		b.raw("<dt>history</dt><dd><code>")
-		b.text(rv.History)
-		b.raw("</code></dd>")
+		b.enclose("<dt>history</dt><dd><code>", rv.History, "</code></dd>")
 	}
 	if rv.Replay != "" {
-		b.raw("<dt>replay</dt><dd><code class=\"cmd\">")
-		b.text(rv.Replay)
-		b.raw("</code></dd>")
+		b.enclose("<dt>replay</dt><dd><code class=\"cmd\">", rv.Replay, "</code></dd>")
 	}
 	b.raw("\n</dl>")
 	if rv.Error != "" {
-		b.raw("\n<p class=\"error\">error: ")
-		b.text(rv.Error)
-		b.raw("</p>")
+		b.enclose("\n<p class=\"error\">error: ", rv.Error, "</p>")
 	}
 	for i := range rv.Timelines {
 		tv := &rv.Timelines[i]
@@ -121,18 +110,12 @@ func writeRun(b *htmlBuf, rv *runView) {
 	if len(rv.Undrawn) > 0 {
 		b.raw("\n<section class=\"undrawn\">\n<h3>Violations without a timeline</h3>\n<ol>")
 		for _, u := range rv.Undrawn {
-			b.raw("\n<li><strong>")
-			b.text(u.Invariant)
-			b.raw("</strong>")
+			b.enclose("\n<li><strong>", u.Invariant, "</strong>")
 			if u.Tenant != "" {
-				b.raw(", tenant <code>")
-				b.text(u.Tenant)
-				b.raw("</code>")
+				b.enclose(", tenant <code>", u.Tenant, "</code>")
 			}
 			if u.Key != "" {
-				b.raw(", key <code>")
-				b.text(u.Key)
-				b.raw("</code>")
+				b.enclose(", key <code>", u.Key, "</code>")
 			}
 			if len(u.Ops) > 0 {
 				b.raw(", ops ")
@@ -141,9 +124,7 @@ func writeRun(b *htmlBuf, rv *runView) {
 			b.raw(": ")
 			b.text(u.Explanation)
 			if u.Cause != "" {
-				b.raw(" <em>Likely cause: ")
-				b.text(u.Cause)
-				b.raw(".</em>")
+				b.enclose(" <em>Likely cause: ", u.Cause, ".</em>")
 			}
 			b.raw("</li>")
 		}
@@ -161,26 +142,20 @@ func writeRun(b *htmlBuf, rv *runView) {
 			b.raw("\n<tr><td>")
 			b.text(dash(iv.Step))
 			if iv.Expect != "" && iv.Expect != "clean" {
-				b.raw(" <span class=\"muted\">(expects ")
-				b.text(iv.Expect)
-				b.raw(")</span>")
+				b.enclose(" <span class=\"muted\">(expects ", iv.Expect, ")</span>")
 			}
 			b.raw("</td>\n<td>")
 			b.text(iv.Name)
 			if iv.Expected {
 				b.raw(" <span class=\"muted\">expected</span>")
 			}
-			b.raw("</td>\n<td><span class=\"badge ")
-			b.text(iv.Verdict)
-			b.raw("\">")
+			b.enclose("</td>\n<td><span class=\"badge ", iv.Verdict, "\">")
 			b.text(strings.ToUpper(iv.Verdict))
 			b.raw("</span></td><td class=\"num\">")
 			b.int(int64(iv.Checked))
 			b.raw("</td><td class=\"num\">")
 			b.int(int64(len(iv.Violations)))
-			b.raw("</td><td>")
-			b.text(iv.Reason)
-			b.raw("</td></tr>")
+			b.enclose("</td><td>", iv.Reason, "</td></tr>")
 		}
 		b.raw("\n</tbody>\n</table>")
 	}
@@ -191,9 +166,7 @@ func writeRun(b *htmlBuf, rv *runView) {
 		b.int(int64(s.To))
 		b.raw(" intents in ")
 		b.int(int64(s.Runs))
-		b.raw(" runs: minimal plan</summary><pre>")
-		b.text(s.Plan)
-		b.raw("</pre></details>")
+		b.enclose(" runs: minimal plan</summary><pre>", s.Plan, "</pre></details>")
 	}
 	if rv.Fold {
 		b.raw("</details>")
@@ -206,25 +179,17 @@ func writeRun(b *htmlBuf, rv *runView) {
 // that holds this run's history.
 func writeRepeat(b *htmlBuf, tv *timelineView) {
 	openTimeline(b, "timeline repeat", tv)
-	b.raw("\n<p class=\"muted\">Ops ")
-	b.text(joinOps(tv.Ops))
-	b.raw(". Not drawn: the same failure as")
+	b.enclose("\n<p class=\"muted\">Ops ", joinOps(tv.Ops), ". Not drawn: the same failure as")
 	if tv.LikeID != "" {
-		b.raw(" <a href=\"#")
-		b.text(tv.LikeID)
-		b.raw("\">#")
+		b.enclose(" <a href=\"#", tv.LikeID, "\">#")
 		b.int(int64(tv.LikeN))
-		b.raw("</a> (")
-		b.text(tv.LikeRun)
-		b.raw("), whose timeline shows it")
+		b.enclose("</a> (", tv.LikeRun, "), whose timeline shows it")
 	} else {
 		b.raw(" another run's")
 	}
 	b.raw(".")
 	if tv.History != "" {
-		b.raw(" This run's history: <code>")
-		b.text(tv.History)
-		b.raw("</code>.")
+		b.enclose(" This run's history: <code>", tv.History, "</code>.")
 	}
 	b.raw("</p>\n</section>")
 }
@@ -266,9 +231,7 @@ func (b *htmlBuf) attrNum(name string, f float64) {
 func writeTimeline(b *htmlBuf, tv *timelineView) {
 	openTimeline(b, "timeline", tv)
 	if tv.Cause != "" {
-		b.raw("\n<p class=\"cause\"><strong>Likely cause:</strong> ")
-		b.text(tv.Cause)
-		b.raw("</p>")
+		b.enclose("\n<p class=\"cause\"><strong>Likely cause:</strong> ", tv.Cause, "</p>")
 	}
 	if tv.Repeats != 0 {
 		b.raw("\n<p class=\"repeats\">The same failure (same scenario, invariant and cause; the same explanation but for names and numbers) in ")
@@ -278,9 +241,7 @@ func writeTimeline(b *htmlBuf, tv *timelineView) {
 		b.raw(" other run", plural(tv.RepeatRuns), " is not drawn again: each is listed in its run with the file that holds that run's history.</p>")
 	}
 	if tv.Missing != "" {
-		b.raw("\n<p class=\"missing\">No timeline: ")
-		b.text(tv.Missing)
-		b.raw(". Ops ")
+		b.enclose("\n<p class=\"missing\">No timeline: ", tv.Missing, ". Ops ")
 		b.text(joinOps(tv.Ops))
 		b.raw(".</p>\n</section>")
 		return
@@ -302,9 +263,7 @@ func writeTimeline(b *htmlBuf, tv *timelineView) {
 	}
 	b.raw(" Hover a bar for its request, outcome and response.</p>\n<svg class=\"tl\" viewBox=\"0 0 1000 ")
 	b.float(tv.Height)
-	b.raw("\" role=\"img\" aria-label=\"timeline of key ")
-	b.text(tv.Key)
-	b.raw("\">\n<g class=\"axis\">")
+	b.enclose("\" role=\"img\" aria-label=\"timeline of key ", tv.Key, "\">\n<g class=\"axis\">")
 	for _, t := range tv.Ticks {
 		b.raw("\n<line class=\"tick\"")
 		b.attrNum("x1", t.X)
@@ -313,9 +272,7 @@ func writeTimeline(b *htmlBuf, tv *timelineView) {
 		b.attrNum("y2", tv.PlotBot)
 		b.raw("></line><text class=\"tick-label\"")
 		b.attrNum("x", t.X)
-		b.raw(" y=\"12\">")
-		b.text(t.Label)
-		b.raw("</text>")
+		b.enclose(" y=\"12\">", t.Label, "</text>")
 	}
 	b.raw("\n</g>\n<g class=\"lanes\">")
 	for _, l := range tv.LaneBox {
@@ -329,9 +286,7 @@ func writeTimeline(b *htmlBuf, tv *timelineView) {
 		b.attrNum("height", l.H)
 		b.raw("></rect><text class=\"lane-label\" x=\"8\"")
 		b.attrNum("y", l.TextY)
-		b.raw(">")
-		b.text(l.Label)
-		b.raw("</text>")
+		b.enclose(">", l.Label, "</text>")
 	}
 	b.raw("\n<rect class=\"lane effects-lane\" x=\"0\"")
 	b.attrNum("y", tv.EffectsY)
@@ -348,14 +303,10 @@ func writeTimeline(b *htmlBuf, tv *timelineView) {
 		b.attrNum("y", tv.PlotTop)
 		b.attrNum("width", r.W)
 		b.attrNum("height", tv.RegionH)
-		b.raw("><title>")
-		b.text(r.Tip)
-		b.raw("</title></rect><text class=\"region-label\"")
+		b.enclose("><title>", r.Tip, "</title></rect><text class=\"region-label\"")
 		b.attrNum("x", r.X)
 		b.attrNum("y", r.LabelY)
-		b.raw(">")
-		b.text(r.Kind)
-		b.raw("</text></g>")
+		b.enclose(">", r.Kind, "</text></g>")
 	}
 	b.raw("\n</g>\n<g class=\"bars\">")
 	for i := range tv.Bars {
@@ -376,9 +327,7 @@ func writeTimeline(b *htmlBuf, tv *timelineView) {
 		b.attrNum("y", bar.Y)
 		b.attrNum("width", bar.W)
 		b.attrNum("height", bar.H)
-		b.raw(" rx=\"2\"><title>")
-		b.text(bar.Tip)
-		b.raw("</title></rect>")
+		b.enclose(" rx=\"2\"><title>", bar.Tip, "</title></rect>")
 		if bar.Label != "" {
 			b.raw("<text class=\"bar-label ")
 			b.text(bar.Class)
@@ -391,33 +340,25 @@ func writeTimeline(b *htmlBuf, tv *timelineView) {
 			b.raw("\"")
 			b.attrNum("x", bar.LabelX)
 			b.attrNum("y", bar.LabelY)
-			b.raw(">")
-			b.text(bar.Label)
-			b.raw("</text>")
+			b.enclose(">", bar.Label, "</text>")
 		}
 	}
 	b.raw("\n</g>\n<g class=\"marks\">")
 	for _, m := range tv.Marks {
 		b.raw("\n<polygon class=\"fault-mark\"")
 		b.attr("points", m.Points)
-		b.raw("><title>")
-		b.text(m.Tip)
-		b.raw("</title></polygon>")
+		b.enclose("><title>", m.Tip, "</title></polygon>")
 		if m.Label != "" {
 			b.raw("<text class=\"fault-label\"")
 			b.attrNum("x", m.LabelX)
 			b.attrNum("y", m.LabelY)
-			b.raw(">")
-			b.text(m.Label)
-			b.raw("</text>")
+			b.enclose(">", m.Label, "</text>")
 		}
 	}
 	for _, e := range tv.Effs {
 		b.raw("\n<polygon class=\"effect\"")
 		b.attr("points", e.Points)
-		b.raw("><title>")
-		b.text(e.Tip)
-		b.raw("</title></polygon>")
+		b.enclose("><title>", e.Tip, "</title></polygon>")
 		if e.ShowLabel {
 			b.raw("<text class=\"effect-label")
 			if e.LabelEnd {
@@ -426,9 +367,7 @@ func writeTimeline(b *htmlBuf, tv *timelineView) {
 			b.raw("\"")
 			b.attrNum("x", e.LabelX)
 			b.attrNum("y", e.LabelY)
-			b.raw(">")
-			b.text(e.Label)
-			b.raw("</text>")
+			b.enclose(">", e.Label, "</text>")
 		}
 	}
 	b.raw("\n</g>\n</svg>", legend, "\n</section>")
@@ -439,18 +378,12 @@ func writeTimeline(b *htmlBuf, tv *timelineView) {
 func writeHeader(b *htmlBuf, tv *timelineView) {
 	b.raw("\n<h3><span class=\"n\">#")
 	b.int(int64(tv.N))
-	b.raw("</span> ")
-	b.text(tv.Invariant)
-	b.raw(":")
+	b.enclose("</span> ", tv.Invariant, ":")
 	if tv.Tenant != "" {
-		b.raw(" tenant <code>")
-		b.text(tv.Tenant)
-		b.raw("</code>,")
+		b.enclose(" tenant <code>", tv.Tenant, "</code>,")
 	}
 	if tv.Method != "" || tv.Path != "" {
-		b.raw(" <code>")
-		b.text(tv.Method)
-		b.raw(" ")
+		b.enclose(" <code>", tv.Method, " ")
 		b.text(tv.Path)
 		b.raw("</code>,")
 	}
@@ -462,13 +395,9 @@ func writeHeader(b *htmlBuf, tv *timelineView) {
 	}
 	b.raw("</code>")
 	if tv.Intent != "" {
-		b.raw(", intent <code>")
-		b.text(tv.Intent)
-		b.raw("</code>")
+		b.enclose(", intent <code>", tv.Intent, "</code>")
 	}
-	b.raw("</h3>\n<p class=\"explanation\">")
-	b.text(tv.Explanation)
-	b.raw("</p>")
+	b.enclose("</h3>\n<p class=\"explanation\">", tv.Explanation, "</p>")
 }
 
 func plural(n int) string {

@@ -35,9 +35,7 @@ func (g *gate) hold(click int, write func() error) error {
 	errc := make(chan error, 1)
 	g.mu.Lock()
 	g.held[click] = heldCopy{write, errc}
-	g.done[click] = true
-	g.left--
-	open := g.left == 0
+	open := g.arrive(click)
 	g.mu.Unlock()
 	if open {
 		g.open()
@@ -53,13 +51,19 @@ func (g *gate) leave(click int) {
 		g.mu.Unlock()
 		return
 	}
-	g.done[click] = true
-	g.left--
-	open := g.left == 0
+	open := g.arrive(click)
 	g.mu.Unlock()
 	if open {
 		g.open()
 	}
+}
+
+// arrive counts copy click as no longer awaited, with g.mu held, and says
+// whether it was the last one.
+func (g *gate) arrive(click int) bool {
+	g.done[click] = true
+	g.left--
+	return g.left == 0
 }
 
 // open writes the held last bytes in click order, with nothing else in
