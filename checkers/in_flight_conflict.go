@@ -112,7 +112,7 @@ type answer struct {
 // open counts the attempts of one payload that are still running.
 type open struct {
 	all       int
-	err500    int // answered 500
+	err500    int // answered 500 with no fault in force
 	succ, def int // succeeded; succeeded or rejected (a definite answer)
 	succBy    answerCounts
 	defBy     answerCounts
@@ -182,7 +182,12 @@ func (sw *sweep) run(ix *index) (a, b int32, overlapped bool) {
 		// Close what ended before b started.
 		for len(ends.idx) > 0 && h.Attempts[ends.idx[0]].End(h.End) <= bb.Invoke {
 			x := heap.Pop(&ends).(int32)
-			byPayload[ct.same(&h.Attempts[x])].remove(&h.Attempts[x], p)
+			a := &h.Attempts[x]
+			o := byPayload[ct.same(a)]
+			o.remove(a, p)
+			if sw.own500(a) {
+				o.err500--
+			}
 		}
 		o := byPayload[ct.same(bb)]
 		if o != nil && o.all > 0 {
@@ -207,6 +212,11 @@ func (sw *sweep) run(ix *index) (a, b int32, overlapped bool) {
 			byPayload[ct.same(bb)] = o
 		}
 		o.add(bb, p)
+		if sw.own500(bb) {
+			// Counted only when unfaulted: earlier500 then always finds
+			// one, and a hot key's faulted 500s never make it scan.
+			o.err500++
+		}
 		heap.Push(&ends, y)
 	}
 	return -1, 0, overlapped
@@ -259,6 +269,9 @@ func (sw *sweep) earlier500(n int) int32 {
 	return -1
 }
 
+// own500 says a answered 500 with no fault in force: the service's own.
+func (sw *sweep) own500(a *history.Attempt) bool { return is500(a) && sw.unfaulted(a) }
+
 // is500 says the service itself answered 500.
 func is500(a *history.Attempt) bool { return a.Outcome == history.OK && a.Status == 500 }
 
@@ -270,9 +283,6 @@ func (o *open) remove(a *history.Attempt, p Profile) { o.step(a, p, -1) }
 
 func (o *open) step(a *history.Attempt, p Profile, d int) {
 	o.all += d
-	if is500(a) {
-		o.err500 += d
-	}
 	cl := classify(a, p)
 	if a.Outcome != history.OK || (cl != succeeded && cl != rejected) {
 		return
