@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemchaos/idemchaos/internal/bench"
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/bench"
 )
 
 func (m *Main) benchCmd() *cobra.Command {

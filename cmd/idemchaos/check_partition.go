@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemchaos/idemchaos/checkers"
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/partcheck"
 	"github.com/idemchaos/idemchaos/history"
-	"github.com/idemchaos/idemchaos/internal/partcheck"
 	"github.com/idemchaos/idemchaos/report"
 )
 

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemchaos/idemchaos/checkers"
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/together"
 	"github.com/idemchaos/idemchaos/history"
-	"github.com/idemchaos/idemchaos/internal/together"
 	"github.com/idemchaos/idemchaos/report"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemchaos/idemchaos/internal/scaffold"
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/scaffold"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/shard"
 	"github.com/idemchaos/idemchaos/history"
-	"github.com/idemchaos/idemchaos/internal/shard"
 	"github.com/idemchaos/idemchaos/report"
 )
 

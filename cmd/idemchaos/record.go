@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/recorder"
 	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/netaddr"
-	"github.com/idemchaos/idemchaos/internal/recorder"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemchaos/idemchaos/internal/shard"
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/shard"
 	"github.com/idemchaos/idemchaos/report"
 	"github.com/idemchaos/idemchaos/scenarios"
 )

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/recorder"
 	"github.com/idemchaos/idemchaos/history"
-	"github.com/idemchaos/idemchaos/internal/recorder"
 )
 
 // proxy starts a recorder in front of upstream and returns its URL and a

@@ -3,7 +3,7 @@ package bench_test
 import (
 	"testing"
 
-	"github.com/idemchaos/idemchaos/internal/bench"
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/bench"
 )
 
 func TestSummarize_MedianP90MinMax(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemchaos/idemchaos/internal/bench"
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/bench"
 )
 
 // report is a small report as a full run would make it: one mutant caught

@@ -144,7 +144,7 @@ func diff(want, got checkers.Result) string {
 
 func goldens(t *testing.T) []string {
 	var files []string
-	for _, pattern := range []string{"../../testdata/histories/*/*.jsonl"} {
+	for _, pattern := range []string{"../../../../testdata/histories/*/*.jsonl"} {
 		m, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemchaos/idemchaos/internal/recorder"
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/recorder"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemchaos/idemchaos/internal/scaffold"
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/scaffold"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -37,7 +37,7 @@ func generate(t *testing.T, doc string, opts scaffold.Options) map[string]*scena
 }
 
 func TestGenerate_Reference(t *testing.T) {
-	got := generate(t, "../../reference/openapi.yaml", scaffold.Options{})
+	got := generate(t, "../../../../reference/openapi.yaml", scaffold.Options{})
 	if len(got) != 2 {
 		t.Fatalf("want create-order.yaml and its -infra file, got %v", keys(got))
 	}
@@ -55,7 +55,7 @@ func TestGenerate_Reference(t *testing.T) {
 	if s.Contract.Profile != "ietf" || s.Contract.Fingerprint != "" {
 		t.Errorf("contract %+v, want ietf (400 missing, 422 reuse, 409 in flight are documented), the fingerprint probe off", s.Contract)
 	}
-	d, _ := scaffold.Load(t.Context(), "../../reference/openapi.yaml")
+	d, _ := scaffold.Load(t.Context(), "../../../../reference/openapi.yaml")
 	files, _ := scaffold.Generate(d, scaffold.Options{})
 	if !strings.Contains(files[0].Text, "\n  #   fingerprint: canonical\n") {
 		t.Error("the documented canonical fingerprint is not offered (commented) in the contract")
@@ -91,7 +91,7 @@ func stepNames(s *scenarios.Scenario) string {
 // A Stripe-shaped API: form bodies, an optional key, the connected account
 // in a header, 400 for reuse and 409 in flight (the stripe profile).
 func TestGenerate_FormBodiesAccountHeaderStripeDialect(t *testing.T) {
-	got := generate(t, "../../testdata/openapi/stripe-like.yaml", scaffold.Options{})
+	got := generate(t, "../../../../testdata/openapi/stripe-like.yaml", scaffold.Options{})
 	if len(got) != 4 {
 		t.Fatalf("want charges and refunds (not the GET), each with an -infra file; got %v", keys(got))
 	}
@@ -118,7 +118,7 @@ func TestGenerate_FormBodiesAccountHeaderStripeDialect(t *testing.T) {
 	if want := "lost-responses double-clicks gateway-timeouts key-reuse twins cross-tenant"; stepNames(s) != want {
 		t.Errorf("steps %q, want %q", stepNames(s), want)
 	}
-	d, _ := scaffold.Load(t.Context(), "../../testdata/openapi/stripe-like.yaml")
+	d, _ := scaffold.Load(t.Context(), "../../../../testdata/openapi/stripe-like.yaml")
 	files, _ := scaffold.Generate(d, scaffold.Options{})
 	if len(files[0].Notes) != 0 {
 		t.Errorf("notes %v: a tenant in a header is expressible", files[0].Notes)
@@ -132,7 +132,7 @@ func TestGenerate_FormBodiesAccountHeaderStripeDialect(t *testing.T) {
 // API-key header, JSON bodies using $ref, oneOf, allOf and 3.1 type arrays,
 // and a 409-reuse / 425-in-flight dialect (a custom profile).
 func TestGenerate_AccountInPathCustomDialect(t *testing.T) {
-	got := generate(t, "../../testdata/openapi/account-path.json", scaffold.Options{KeyHeader: "x-idempotency-key", Operations: []string{"createPayout"}})
+	got := generate(t, "../../../../testdata/openapi/account-path.json", scaffold.Options{KeyHeader: "x-idempotency-key", Operations: []string{"createPayout"}})
 	s := got["create-payment.yaml"]
 	if s == nil {
 		t.Fatalf("no create-payment.yaml in %v", keys(got))
@@ -165,7 +165,7 @@ func TestGenerate_AccountInPathCustomDialect(t *testing.T) {
 }
 
 func TestGenerate_BadSelections(t *testing.T) {
-	d, err := scaffold.Load(t.Context(), "../../testdata/openapi/account-path.json")
+	d, err := scaffold.Load(t.Context(), "../../../../testdata/openapi/account-path.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestGenerate_BadSelections(t *testing.T) {
 			}
 		})
 	}
-	if _, err := scaffold.Load(t.Context(), "../../testdata/openapi/nope.yaml"); err == nil {
+	if _, err := scaffold.Load(t.Context(), "../../../../testdata/openapi/nope.yaml"); err == nil {
 		t.Error("a missing file loaded")
 	}
 	bad := filepath.Join(t.TempDir(), "swagger.yaml")

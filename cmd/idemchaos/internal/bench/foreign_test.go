@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/bench"
 	"github.com/idemchaos/idemchaos/examples/foreign"
-	"github.com/idemchaos/idemchaos/internal/bench"
 )
 
 // foreignReport has one correct service with a false alarm and one flawed

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemchaos/idemchaos/internal/bench"
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/bench"
 )
 
 // The loaded section states what loaded the machine and splits the runs

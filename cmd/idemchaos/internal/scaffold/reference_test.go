@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/scaffold"
 	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/internal/env"
-	"github.com/idemchaos/idemchaos/internal/scaffold"
 	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -50,7 +50,7 @@ func TestGenerated_CatchesEveryMutantOfTheReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the reference on Postgres for every mutant")
 	}
-	d, err := scaffold.Load(t.Context(), "../../reference/openapi.yaml")
+	d, err := scaffold.Load(t.Context(), "../../../../reference/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

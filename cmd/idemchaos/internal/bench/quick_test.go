@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/idemchaos/idemchaos/internal/bench"
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/bench"
 )
 
 // The acceptance test of the whole suite, and the gate `idemchaos bench
