@@ -45,6 +45,42 @@ func TestDocs_RelativeLinksResolve(t *testing.T) {
 	}
 }
 
+// TestREADME_FrontDoor keeps README.md the front door it was cut to be: at
+// most 400 lines (every topic past the first real use is a page under
+// docs/), with the two commands a newcomer runs, the test command being
+// exactly what .ci/run executes.
+func TestREADME_FrontDoor(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(readme), "\n"); n > 400 {
+		t.Errorf("README.md has %d lines; at most 400: move a topic to a page under docs/ and link it", n)
+	}
+	_, two, _ := strings.Cut(string(readme), "## The two commands\n")
+	_, block, _ := strings.Cut(two, "```sh\n")
+	block, _, _ = strings.Cut(block, "```")
+	var commands []string
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		cmd, _, _ := strings.Cut(line, "#")
+		commands = append(commands, strings.TrimSpace(cmd))
+	}
+	want := []string{"go build -o idemchaos ./cmd/idemchaos && ./idemchaos demo", "./test.sh"}
+	if !slices.Equal(commands, want) {
+		t.Errorf("README.md's two commands are %q, want %q", commands, want)
+	}
+	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(ci)), "\n")
+	if last := lines[len(lines)-1]; last != "exec ./test.sh" {
+		t.Errorf(".ci/run ends with %q, want it to run exactly the README's test command: exec ./test.sh", last)
+	}
+}
+
 // TestCheckLinks_FindsBrokenOnes proves the checker can fail: a link to a
 // missing file, a missing heading of another page, a missing heading of the
 // page itself, and an anchor into a file that has no headings, against
