@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # The test command of the README, and the one .ci/run calls: it installs what
 # a fresh Debian or Ubuntu machine lacks for the tests — the PostgreSQL server
-# binaries (the embedded environment starts real clusters from them) and
-# Chromium (the HTML report's browser test opens a report in it) — then runs
-# go test ./... with any arguments given (./test.sh -run Foo ./checkers/).
+# binaries (the embedded environment starts real clusters from them), the
+# MariaDB server binaries (the sql oracle's MySQL driver and the foreign
+# corpus's MariaDB service are tested against a real server), python3 (the
+# foreign corpus's SQLite service is a Python program) and Chromium (the
+# HTML report's browser test opens a report in it) — then runs go test ./...
+# with any arguments given (./test.sh -run Foo ./checkers/).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 have_postgres() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; }
+have_mariadb() { command -v mariadb-install-db >/dev/null 2>&1 && { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; }; }
 have_chromium() { command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; }
 
 packages=()
 have_postgres || packages+=(postgresql)
+have_mariadb || packages+=(mariadb-server)
+command -v python3 >/dev/null 2>&1 || packages+=(python3)
 if ! have_chromium && [ "${IDEMCHAOS_BROWSER_TESTS:-1}" != 0 ]; then
   packages+=(chromium)
 fi
