@@ -62,10 +62,10 @@ var rules = map[string]rule{
 	"cmd/idemchaos/internal/together":  {may: []string{"history"}},
 	"internal/refbench":                {may: []string{"reference"}},
 	"cmd/idemchaos/internal/bench": {may: append([]string{"checkers", "harness", "harness/driver", "history", "scenarios", "internal/env", "internal/dockerenv",
-		"internal/histgen", "cmd/idemchaos/internal/partcheck", "internal/refbench", "examples/foreign"}, infra...)},
+		"internal/histgen", "cmd/idemchaos/internal/partcheck", "internal/refbench", "internal/mariadb", "examples/foreign"}, infra...)},
 	// A sample service uses only what a user of the module could: the
 	// public packages, never internal ones.
-	"examples/...": {may: []string{"examples/...", "harness", "harness/pgtest", "checkers", "scenarios", "history"}},
+	"examples/...": {may: []string{"examples/...", "harness", "harness/pgtest", "harness/mariadbtest", "harness/oracle/mysql", "harness/oracle/sqlite", "checkers", "scenarios", "history"}},
 }
 
 // stdlib says whether an import path is the standard library's: its first
