@@ -11,7 +11,8 @@ type Case struct {
 	// service): a fingerprint the client does not control, b stuck in
 	// progress, c duplicate-key 500, d replay without Location, e burst
 	// after retention expiry, f loose payload comparison, g global key
-	// space, h replay from a second execution, i cached 5xx.
+	// space, h replay from a second execution, i cached 5xx; and issue 23's
+	// j check-then-insert on SQLite, k an upsert claim on MariaDB.
 	Class string
 	// Command is the service's program and its first arguments when it is
 	// not cmd/foreignsvc (a service in another language): a program on
@@ -54,6 +55,9 @@ func (c Case) Correct() bool { return c.Expect == "" }
 
 const dir = "examples/foreign/"
 
+// orderdesk is the Python service's command line.
+var orderdesk = []string{"python3", dir + "orderdesk/orderdesk.py"}
+
 // Cases lists the corpus: the correct services first, then one flawed
 // service per class.
 func Cases() []Case {
@@ -66,6 +70,12 @@ func Cases() []Case {
 			Scenario: dir + "shopfront/scenario.yaml"},
 		{Name: "accounts", Team: "accounts", Args: []string{"-svc", "accounts"}, Database: Postgres,
 			Scenario: dir + "accounts/scenario.yaml"},
+		{Name: "orderdesk", Team: "orderdesk", Command: orderdesk, Database: SQLite, DSNFlag: "--db",
+			Scenario: dir + "orderdesk/scenario.yaml"},
+		{Name: "orderdesk-listing", Team: "orderdesk", Command: orderdesk, Database: SQLite, DSNFlag: "--db",
+			Scenario: dir + "orderdesk/listing.yaml"},
+		{Name: "stockroom", Team: "stockroom", Args: []string{"-svc", "stockroom"}, Database: MariaDB,
+			Scenario: dir + "stockroom/scenario.yaml"},
 
 		{Name: "ledger-fingerprint-clock", Team: "ledger", Class: "a",
 			Args:     []string{"-svc", "ledger", "-fingerprint-command"},
@@ -103,6 +113,14 @@ func Cases() []Case {
 			Args:     []string{"-svc", "ledger", "-fail-every", "5", "-cache-errors"},
 			Scenario: dir + "ledger/scenario.yaml", Expect: "eventually-decided", Cause: "5xx",
 			Flaw: "a gateway failure's 503 is stored and replayed forever, although a retry would succeed"},
+		{Name: "orderdesk-check-then-insert", Team: "orderdesk", Class: "j", Command: orderdesk, Database: SQLite, DSNFlag: "--db",
+			Args:     []string{"--check-then-insert"},
+			Scenario: dir + "orderdesk/scenario.yaml", Expect: "exactly-once", Cause: "not atomic",
+			Flaw: "the key is looked up, the order written and the key recorded in three transactions: copies that arrive together all write an order"},
+		{Name: "stockroom-upsert-claim", Team: "stockroom", Class: "k", Database: MariaDB,
+			Args:     []string{"-svc", "stockroom", "-upsert-claim"},
+			Scenario: dir + "stockroom/scenario.yaml", Expect: "exactly-once", Cause: "not atomic",
+			Flaw: "the claim is an upsert whose affected-row count (2 for an updated duplicate) is read as 'new key': every retry places another order"},
 	}
 }
 
