@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/idemchaos/idemchaos/faults"
+	"github.com/idemchaos/idemchaos/harness/oracle"
 	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/scenarios"
@@ -137,20 +138,48 @@ func scenarioNeedsStandby(s *scenarios.Scenario) bool {
 	return false
 }
 
-// checkOracleHosts applies the loopback rule to http oracles, which are
-// sent requests too: every address an effects.url host resolves to must be
-// loopback unless remote targets are allowed.
+// checkOracleHosts applies the loopback rule to the oracles, which connect
+// too: every address an http oracle's effects.url host, and every host of
+// a sql oracle's effects.dsn, resolves to must be loopback unless remote
+// targets are allowed.
 func checkOracleHosts(ctx context.Context, opts OpenOptions) error {
 	for _, s := range opts.Scenarios {
-		if s.Effects.Oracle != "http" || opts.AllowRemote || s.Target.AllowRemote {
+		if opts.AllowRemote || s.Target.AllowRemote {
 			continue
 		}
-		u, err := url.Parse(s.Effects.URL)
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("%s: effects.url %q: want http(s)://host[:port]/path", s.Name, s.Effects.URL)
+		switch {
+		case s.Effects.Oracle == "http":
+			u, err := url.Parse(s.Effects.URL)
+			if err != nil || u.Host == "" {
+				return fmt.Errorf("%s: effects.url %q: want http(s)://host[:port]/path", s.Name, s.Effects.URL)
+			}
+			if _, err := env.ResolveLoopback(ctx, opts.Resolver, netaddr.HostPort(u), "effects.url"); err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
+			}
+		case s.Effects.Oracle == "sql" && s.Effects.DSN != "":
+			if err := checkDSN(ctx, opts.Resolver, s.Effects.DSN); err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
+			}
 		}
-		if _, err := env.ResolveLoopback(ctx, opts.Resolver, netaddr.HostPort(u), "effects.url"); err != nil {
-			return fmt.Errorf("%s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// checkDSN is the address gate's DSN check, until the gate (internal/addrgate,
+// p-gate) replaces it: every host a DSN names, by its driver's own parser
+// (a multi-host Postgres DSN falls back to each), must be loopback; unix
+// sockets and files are local.
+func checkDSN(ctx context.Context, r env.Resolver, dsn string) error {
+	_, eps, err := oracle.DSNEndpoints(dsn)
+	if err != nil {
+		return fmt.Errorf("effects.dsn: %w", err)
+	}
+	for _, ep := range eps {
+		if ep.Network != "tcp" {
+			continue
+		}
+		if _, err := env.ResolveLoopback(ctx, r, ep.Addr, "effects.dsn"); err != nil {
+			return err
 		}
 	}
 	return nil

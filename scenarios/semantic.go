@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/faults"
+	"github.com/idemchaos/idemchaos/internal/dsnform"
 	"github.com/idemchaos/idemchaos/internal/suggest"
 )
 
@@ -253,6 +254,11 @@ func (t *tree) checkEffects() {
 	}
 	if len(missing) > 0 {
 		t.errorf(t.keyPos("/effects/oracle"), "effects: oracle %s needs %s", oracle, strings.Join(missing, ", "))
+	}
+	if dsn, ok := t.str("/effects/dsn"); ok && oracle == "sql" && dsn != "" {
+		if err := dsnform.Check(dsn); err != nil {
+			t.errorf(t.posOf("/effects/dsn"), "effects.dsn: %v", err)
+		}
 	}
 	for _, f := range []string{"dsn", "query", "url", "items", "tenant", "key", "id"} {
 		if t.has("/effects/"+f) && !slices.Contains(need, f) {

@@ -81,48 +81,6 @@ func waitDrained(ctx context.Context, dsn string, limit time.Duration) error {
 	}
 }
 
-// SQL returns an oracle that runs query on dsn; each row is tenant, key and
-// effect id (and optionally a fourth column: the kind).
-func SQL(dsn, query string) Oracle { return sqlOracle{dsn, query} }
-
-type sqlOracle struct{ dsn, query string }
-
-func (o sqlOracle) Effects(ctx context.Context) ([]history.Effect, error) {
-	conn, err := pgx.Connect(ctx, o.dsn)
-	if err != nil {
-		return nil, fmt.Errorf("%w: connect: %w", ErrOracle, err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	// The simple protocol: one round trip, and any query the user wrote.
-	rows, err := conn.Query(ctx, o.query, pgx.QueryExecModeSimpleProtocol)
-	if err != nil {
-		return nil, fmt.Errorf("%w: query: %w", ErrOracle, err)
-	}
-	defer rows.Close()
-	var out []history.Effect
-	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			return nil, fmt.Errorf("%w: row: %w", ErrOracle, err)
-		}
-		if len(vals) < 3 {
-			return nil, fmt.Errorf("%w: the query must return tenant, key and effect id (got %d columns)", ErrOracle, len(vals))
-		}
-		e := history.Effect{Tenant: text(vals[0]), Key: text(vals[1]), ID: text(vals[2])}
-		if len(vals) > 3 {
-			e.Kind = text(vals[3])
-		}
-		if e.Kind == "" {
-			e.Kind = kindOf(e.ID)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrOracle, err)
-	}
-	return out, nil
-}
-
 func text(v any) string {
 	if v == nil {
 		return ""
