@@ -370,9 +370,30 @@ func oracleFor(s *scenarios.Scenario, dsn string, consumer bool) oracle.Oracle {
 		}
 		return oracle.SQL(s.Effects.DSN, s.Effects.Query)
 	case "http":
-		return oracle.HTTP(s.Effects.URL, s.Effects.Items, s.Effects.Tenant, s.Effects.Key, s.Effects.ID)
+		return oracle.HTTP(oracle.HTTPConfig{URL: s.Effects.URL, Headers: s.Effects.Headers, Items: s.Effects.Items,
+			Tenant: s.Effects.Tenant, Key: s.Effects.Key, ID: s.Effects.ID, Next: s.Effects.Next, Cursor: s.Effects.Cursor,
+			Tenants: oracleTenants(s)})
 	}
 	return nil
+}
+
+// oracleTenants are the tenants an http oracle with placeholders reads
+// for: every tenant of endpoint.tokens (with its token), else the t1..tN
+// the plans draw from. Reading a tenant that sent nothing reads nothing.
+func oracleTenants(s *scenarios.Scenario) []oracle.Tenant {
+	names := tenantsOf(s)
+	if len(s.Endpoint.Tokens) > 0 {
+		names = names[:0]
+		for tn := range s.Endpoint.Tokens {
+			names = append(names, tn)
+		}
+		sort.Strings(names)
+	}
+	out := make([]oracle.Tenant, len(names))
+	for i, n := range names {
+		out[i] = oracle.Tenant{Name: n, Token: s.Endpoint.Tokens[n]}
+	}
+	return out
 }
 
 func (r *Runner) historyFile(s *scenarios.Scenario, opts RunOptions) (string, *os.File, error) {
