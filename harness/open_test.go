@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/internal/env"
+	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -30,7 +30,7 @@ func TestOpen_HTTPOracleMustBeLoopback(t *testing.T) {
 	defer srv.Close()
 	for name, c := range map[string]struct {
 		url      string
-		resolver env.Resolver
+		resolver harness.Resolver
 		want     string
 	}{
 		"a remote address":        {"http://10.0.0.9/effects", nil, "effects.url 10.0.0.9:80 is not a loopback address"},
@@ -40,13 +40,13 @@ func TestOpen_HTTPOracleMustBeLoopback(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := &scenarios.Scenario{Name: "oracle", Target: scenarios.Target{URL: srv.URL},
 				Effects: scenarios.Effects{Oracle: "http", URL: c.url}}
-			r, closeEnv, err := harness.Open(context.Background(), harness.OpenOptions{Kind: env.KindExternal, TargetURL: srv.URL,
+			r, closeEnv, err := harness.Open(context.Background(), harness.OpenOptions{Kind: harness.EnvExternal, TargetURL: srv.URL,
 				Scenarios: []*scenarios.Scenario{s}, Resolver: c.resolver})
 			if err == nil {
 				_ = closeEnv(context.Background())
 				t.Fatalf("opened (%v) with oracle %s", r != nil, c.url)
 			}
-			if !errors.Is(err, env.ErrNotLoopback) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, netaddr.ErrNotLoopback) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("%v, want ErrNotLoopback containing %q", err, c.want)
 			}
 		})

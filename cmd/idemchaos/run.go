@@ -102,7 +102,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if err := harness.CheckMutant(f.mutant); err != nil {
+	if err := checkMutant(f.mutant); err != nil {
 		return usageError(err)
 	}
 	ss, err := loadScenarios(f.files)
@@ -115,15 +115,11 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	targetURL := f.target
 	if targetURL != "" {
 		for _, s := range ss {
-			notes, err := harness.PrepareExternal(s, f.target, f.allowRemote)
-			if err != nil {
-				return usageError(err)
-			}
-			for _, n := range notes {
+			for _, n := range retarget(s, f.target, f.allowRemote) {
 				fmt.Fprintln(cmd.ErrOrStderr(), n)
 			}
 		}
-	} else if targetURL, err = harness.TargetURL(ss); err != nil {
+	} else if targetURL, err = oneTarget(ss); err != nil {
 		return usageError(err)
 	}
 	work, err := m.pairsOf(cmd, f, ss)
@@ -164,7 +160,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "database proxy %s → %s (point your service's DSN at it for database faults)\n", addr, f.dbAddr)
 	}
 	for _, s := range ss {
-		if err := harness.CheckOracle(ctx, s); err != nil {
+		if err := checkOracle(ctx, s); err != nil {
 			return usageError(oneLineError{err})
 		}
 	}

@@ -1,4 +1,4 @@
-package dockerenv_test
+package docker_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemchaos/idemchaos/harness"
+	_ "github.com/idemchaos/idemchaos/harness/docker"
 	"github.com/idemchaos/idemchaos/history"
-	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -25,11 +25,11 @@ func TestDocker_BundledSuiteCleanOnReferenceAndMutantsCaught(t *testing.T) {
 	ctx := context.Background()
 	suite, err := scenarios.Bundled()
 	require.NoError(t, err)
-	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindDocker, Standby: true, Scenarios: suite,
+	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: harness.EnvDocker, Standby: true, Scenarios: suite,
 		PGImage: im.Postgres, ToxiproxyImage: im.Toxiproxy, ReferenceImage: im.Reference})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = closeEnv(context.Background()) })
-	require.NotNil(t, r.Docker, "the runner runs in the docker environment")
+	require.Equal(t, harness.EnvDocker, r.Kind(), "the runner runs in the docker environment")
 	r.HistoryDir = t.TempDir()
 
 	m, err := r.CatchMatrix(ctx, suite, harness.MatrixOptions{Seed: 1, Mutants: dockerMutants})
@@ -91,7 +91,7 @@ func TestDocker_UserServiceImage(t *testing.T) {
 		PGImage: im.Postgres, ToxiproxyImage: im.Toxiproxy, ReferenceImage: im.Reference})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = closeEnv(context.Background()) })
-	require.NotNil(t, r.Docker, "an image target picks the docker environment")
+	require.Equal(t, harness.EnvDocker, r.Kind(), "an image target picks the docker environment")
 	r.HistoryDir = t.TempDir()
 
 	o, err := r.Run(ctx, correct, harness.RunOptions{Seed: 1})
