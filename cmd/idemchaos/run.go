@@ -113,11 +113,12 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		return usageError(err)
 	}
 	targetURL := f.target
+	// What --target changed besides the target is said once the
+	// environment accepted the scenarios, not before a refusal.
+	var notes []string
 	if targetURL != "" {
 		for _, s := range ss {
-			for _, n := range retarget(s, f.target, f.allowRemote) {
-				fmt.Fprintln(cmd.ErrOrStderr(), n)
-			}
+			notes = append(notes, retarget(s, f.target, f.allowRemote)...)
 		}
 	} else if targetURL, err = oneTarget(ss); err != nil {
 		return usageError(err)
@@ -156,6 +157,9 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		return usageError(err)
 	}
 	defer closeEnv(context.WithoutCancel(ctx))
+	for _, n := range notes {
+		fmt.Fprintln(cmd.ErrOrStderr(), n)
+	}
 	if addr := r.DatabaseProxyAddr(); addr != "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "database proxy %s → %s (point your service's DSN at it for database faults)\n", addr, f.dbAddr)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/idemchaos/idemchaos/harness"
 	_ "github.com/idemchaos/idemchaos/harness/docker"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/dockerenvtest"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -21,7 +22,7 @@ import (
 var dockerMutants = []string{"no-lease", "commit-after-response", "replica-read", "check-then-insert", "no-key", "consumer-no-dedupe"}
 
 func TestDocker_BundledSuiteCleanOnReferenceAndMutantsCaught(t *testing.T) {
-	_, im := images(t)
+	_, im := dockerenvtest.Images(t)
 	ctx := context.Background()
 	suite, err := scenarios.Bundled()
 	require.NoError(t, err)
@@ -74,7 +75,7 @@ func countFired(fired map[string]int, h *history.History) {
 // front and on its database path. The correct service passes; --buggy
 // (ORDERSVC_BUGGY=1) is caught.
 func TestDocker_UserServiceImage(t *testing.T) {
-	c, im := images(t)
+	c, im := dockerenvtest.Images(t)
 	ctx := context.Background()
 	image, err := c.BuildGoImage(ctx, "idemchaos-test/ordersvc", "github.com/idemchaos/idemchaos/examples/ordersvc/cmd/ordersvc")
 	require.NoError(t, err)

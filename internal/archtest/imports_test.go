@@ -52,6 +52,7 @@ var rules = map[string]rule{
 	"internal/suggest":                 {},
 	"internal/netaddr":                 {},
 	"internal/proctest":                {},
+	"internal/dockerenvtest":           {may: []string{"internal/dockerenv"}},
 	"internal/archtest":                {},
 	"internal/modtidy":                 {},
 	"internal/histgen":                 {may: []string{"history"}},

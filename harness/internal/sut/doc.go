@@ -19,7 +19,7 @@
 //   - [ReplicaDelayer]: a standby whose apply delay faults change.
 //   - [DatabaseProxied]: the optional interface of an environment that
 //     proxies a user's database.
-//   - [ChildSpec], [ChildEnv], [ChildEnvValue]: the role a copy of the
-//     harness's binary plays when an environment starts it (a reference
-//     service, its consumer, a container's pause process).
+//   - [ChildSpec], [ChildEnv], [ChildEnvValue], [ByToken]: the role a copy
+//     of the harness's binary plays when an environment starts it (a
+//     reference service, its consumer, a container's pause process).
 package sut

@@ -114,7 +114,8 @@ type TargetSpec struct {
 	Target scenarios.Target
 	// Mutant is the reference's mutant ("" for the correct service).
 	Mutant string
-	// Standby and Consumer say the mutant needs a standby or a consumer.
+	// MutantStandby and MutantConsumer say the mutant needs a standby or
+	// a consumer.
 	MutantStandby, MutantConsumer bool
 	// Tokens map tenants to their bearer tokens.
 	Tokens map[string]string
