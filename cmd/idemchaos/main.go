@@ -9,6 +9,9 @@ import (
 	"syscall"
 
 	"github.com/idemchaos/idemchaos/harness"
+	// The docker environment (--env docker) registers itself; only the
+	// command links the Docker SDK, never a user's test of the harness.
+	_ "github.com/idemchaos/idemchaos/harness/docker"
 )
 
 func main() {

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/recorder"
-	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/scenarios"
@@ -93,14 +92,15 @@ func (m *Main) runRecord(cmd *cobra.Command, f recordFlags) error {
 	if !f.allowRemote {
 		// run's rule: every address a name resolves to must be loopback,
 		// and traffic goes to the address checked, not to a later lookup.
-		addr, err := harness.ResolveLoopback(cmd.Context(), netaddr.HostPort(up), "--upstream")
+		addrs, err := netaddr.ResolveLoopback(cmd.Context(), nil, netaddr.HostPort(up), "--upstream")
 		if err != nil {
 			return usageError(fmt.Errorf("record: %w", err))
 		}
-		up = &url.URL{Scheme: up.Scheme, Host: addr, Path: up.Path}
-		if listen, err = harness.ResolveLoopback(cmd.Context(), f.listen, "--listen"); err != nil {
+		up = &url.URL{Scheme: up.Scheme, Host: addrs[0], Path: up.Path}
+		if addrs, err = netaddr.ResolveLoopback(cmd.Context(), nil, f.listen, "--listen"); err != nil {
 			return usageError(fmt.Errorf("record: %w", err))
 		}
+		listen = addrs[0]
 	}
 	opts := recorder.Options{Upstream: up, Host: host, KeyHeader: f.keyHeader, Redact: f.redact, Timeout: f.timeout, Scenario: "recording"}
 	if f.scenario != "" {

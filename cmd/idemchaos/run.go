@@ -102,7 +102,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if err := harness.CheckMutant(f.mutant); err != nil {
+	if err := checkMutant(f.mutant); err != nil {
 		return usageError(err)
 	}
 	ss, err := loadScenarios(f.files)
@@ -113,17 +113,14 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		return usageError(err)
 	}
 	targetURL := f.target
+	// What --target changed besides the target is said once the
+	// environment accepted the scenarios, not before a refusal.
+	var notes []string
 	if targetURL != "" {
 		for _, s := range ss {
-			notes, err := harness.PrepareExternal(s, f.target, f.allowRemote)
-			if err != nil {
-				return usageError(err)
-			}
-			for _, n := range notes {
-				fmt.Fprintln(cmd.ErrOrStderr(), n)
-			}
+			notes = append(notes, retarget(s, f.target, f.allowRemote)...)
 		}
-	} else if targetURL, err = harness.TargetURL(ss); err != nil {
+	} else if targetURL, err = oneTarget(ss); err != nil {
 		return usageError(err)
 	}
 	work, err := m.pairsOf(cmd, f, ss)
@@ -160,11 +157,14 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		return usageError(err)
 	}
 	defer closeEnv(context.WithoutCancel(ctx))
+	for _, n := range notes {
+		fmt.Fprintln(cmd.ErrOrStderr(), n)
+	}
 	if addr := r.DatabaseProxyAddr(); addr != "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "database proxy %s → %s (point your service's DSN at it for database faults)\n", addr, f.dbAddr)
 	}
 	for _, s := range ss {
-		if err := harness.CheckOracle(ctx, s); err != nil {
+		if err := checkOracle(ctx, s); err != nil {
 			return usageError(oneLineError{err})
 		}
 	}
