@@ -49,7 +49,7 @@ func TestRun_SIGKILLedHarnessIsReapedByNextStart(t *testing.T) {
 
 func TestRun_SignalCleansUp(t *testing.T) {
 	t.Parallel()
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
 			base := testBase(t)

@@ -20,7 +20,7 @@ import (
 
 // Environment switches that turn the test binary into a helper process.
 const (
-	envChild = "IDEMCHAOS_RUNENV_CHILD" // "harness" or "sleeper"
+	envChild = "IDEMCHAOS_RUNENV_CHILD" // "harness", "holder" or "sleeper"
 	envBase  = "IDEMCHAOS_RUNENV_BASE"
 )
 
@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(envChild) {
 	case "harness":
 		childHarness()
+	case "holder":
+		childHolder()
 	case "sleeper":
 		// Stands in for a postmaster that outlived its harness: it only has
 		// to exist, with its working directory in the data directory.
