@@ -16,7 +16,7 @@ const (
 	ExitViolation    = 1   // a violation was found
 	ExitInconclusive = 2   // unknown verdicts, no violation
 	ExitUsage        = 3   // usage, configuration, input or environment error
-	ExitInterrupted  = 130 // Ctrl-C or SIGTERM: 128 + SIGINT, as a shell reports it
+	ExitInterrupted  = 130 // Ctrl-C, SIGTERM or SIGHUP: 128 + SIGINT, as a shell reports it
 )
 
 // signalStops annotates a command that a signal ends normally (a server):
