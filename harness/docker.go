@@ -54,7 +54,13 @@ func openDocker(ctx context.Context, opts OpenOptions, standby bool) (*DockerEnv
 	if err != nil {
 		return nil, err
 	}
-	im := c.ResolveImages(dockerenv.Images{Postgres: opts.PGImage, Toxiproxy: opts.ToxiproxyImage, Reference: opts.ReferenceImage})
+	// Without a registry nothing can be pulled: images that are not on
+	// the engine are built here, with one line on stderr for the wait.
+	im, err := c.ProvideImages(ctx, dockerenv.Images{Postgres: opts.PGImage, Toxiproxy: opts.ToxiproxyImage, Reference: opts.ReferenceImage},
+		dockerenv.DefaultCatalog, dockerenv.BuildOptions{Log: os.Stderr})
+	if err != nil {
+		return nil, fmt.Errorf("docker env: %w", err)
+	}
 	// The reference image also runs the pause containers of every target.
 	if opts.ReferenceImage == "" {
 		// The reference image is this binary: build (or find, by hash) it
