@@ -56,7 +56,12 @@ func buildCLI(t *testing.T) string {
 
 func startCLI(t *testing.T, args ...string) *cli {
 	t.Helper()
-	bin := buildCLI(t)
+	return startBin(t, buildCLI(t), args...)
+}
+
+// startBin is startCLI with a binary already built.
+func startBin(t *testing.T, bin string, args ...string) *cli {
+	t.Helper()
 	tmp := t.TempDir()
 	c := &cli{cmd: exec.Command(bin, args...), done: make(chan struct{}), histories: filepath.Join(tmp, "idemchaos-histories"), seen: map[int]string{}}
 	c.cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
