@@ -254,15 +254,20 @@ func TestInterrupt_DuringReRun(t *testing.T) {
 	assertPartial(t, partial[1])
 }
 
-// Ctrl-C during demo: 130, and the partial history it kept is named.
+// Ctrl-C during demo: 130, and the partial history it kept is named, in
+// the --history directory.
 func TestInterrupt_DuringDemo(t *testing.T) {
-	c := startCLI(t, "demo")
+	out := filepath.Join(t.TempDir(), "histories")
+	c := startCLI(t, "demo", "--history", out)
 	c.waitUntil(t, "traffic", func() bool { return len(c.historiesWithInvoke()) >= 1 })
 	code := c.interrupt(t)
 	assertInterrupted(t, c, code)
 	m := regexp.MustCompile(`partial history kept: (\S+)`).FindStringSubmatch(c.stderr.String())
 	if m == nil {
 		t.Fatalf("no partial history named\nstderr:\n%s", c.stderr.String())
+	}
+	if filepath.Dir(m[1]) != out {
+		t.Fatalf("partial history kept at %s, want it in --history %s", m[1], out)
 	}
 	assertPartial(t, m[1])
 }
