@@ -54,9 +54,11 @@ response back (a timeout, a reset) is "info": it may have executed.
 The headers named by --redact, and body fields of those names in JSON and form
 bodies, are written as "[redacted]"; clients and the upstream see the real values.
 
-Ctrl-C stops accepting, lets requests in flight finish, flushes and closes the
-history, prints its path and exits 130. The upstream and the listen address must
-be loopback unless --allow-remote.`,
+Ctrl-C (or SIGTERM, SIGHUP) stops accepting, lets requests in flight finish, closes
+the history, prints its path and exits 130. A request is forwarded only once its line
+is in the file; when a write fails (a full disk) record stops at once, forwards
+nothing more, and exits 3 counting the attempts the file holds. The upstream and the
+listen address must be loopback unless --allow-remote.`,
 		Example: `  idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history clicks.jsonl
   idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history run.jsonl -s my-api.yaml
   idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history run.jsonl --tenant-header X-Tenant-ID --redact Authorization,card_number`,
