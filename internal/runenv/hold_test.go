@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,30 +60,8 @@ func TestOpen_ReapsDiskRunsAndWaitsForHeldProcesses(t *testing.T) {
 	t.Setenv(runenv.EnvRunDir, "")
 	t.Cleanup(runenv.SetShmDir(shm))
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envChild+"=holder")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("read READY: %v", err)
-	}
-	f := strings.Fields(line)
-	if len(f) != 3 || f[0] != "READY" {
-		t.Fatalf("child said %q", line)
-	}
-	dir := f[1]
-	sleep, err := strconv.Atoi(f[2])
-	if err != nil {
-		t.Fatalf("sleep pid %q", f[2])
-	}
+	c := startChild(t, "holder")
+	cmd, dir, sleep := c.cmd, c.runDir, c.pid
 	t.Cleanup(func() { _ = syscall.Kill(sleep, syscall.SIGKILL) })
 	if want := filepath.Join(tmp, fmt.Sprintf("idemchaos-%d", os.Geteuid())); filepath.Dir(dir) != want {
 		t.Fatalf("disk run in %s, want it under %s", dir, want)
