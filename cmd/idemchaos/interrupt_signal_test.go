@@ -82,7 +82,13 @@ func startBin(t *testing.T, bin string, args ...string) *cli {
 // fails the test if the binary exits first or 60s pass.
 func (c *cli) waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	c.waitWithin(t, 60*time.Second, what, cond)
+}
+
+// waitWithin is waitUntil with another bound.
+func (c *cli) waitWithin(t *testing.T, bound time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
 	for {
 		c.record()
 		if cond() {
@@ -94,7 +100,7 @@ func (c *cli) waitUntil(t *testing.T, what string, cond func() bool) {
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 60s\nstderr:\n%s", what, c.stderr.String())
+			t.Fatalf("no %s within %s\nstderr:\n%s", what, bound, c.stderr.String())
 		}
 	}
 }

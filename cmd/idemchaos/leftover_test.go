@@ -166,7 +166,7 @@ func dockerTests(t *testing.T) *dc.Client {
 func TestSIGKILL_ImagesBuildLeavesNoGoBuildBehind(t *testing.T) {
 	dockerTests(t)
 	c := startCLI(t, "images", "build")
-	c.waitUntil(t, "go build's work directory", func() bool { return len(find(c.tmpdir(), "go-build")) > 0 })
+	c.waitWithin(t, 5*time.Minute, "go build's work directory", func() bool { return len(find(c.tmpdir(), "go-build")) > 0 })
 	c.kill9(t)
 	c.waitGone(t)
 	left := find(c.tmpdir(), "go-build")
@@ -211,11 +211,22 @@ func ownedBy(t *testing.T, d *dc.Client, pid int) []string {
 // the dead run after its death (requests in flight) on its way out.
 func TestSIGKILL_DockerRunContainersGoAtCleanupAndTheNextDockerRun(t *testing.T) {
 	d := dockerTests(t)
-	bin := buildCLI(t)
+	// A static binary is its own reference image: no go build of the
+	// module per run, which a loaded machine takes minutes over.
+	bin := filepath.Join(t.TempDir(), "idemchaos")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
 	args := []string{"run", "--env", "docker", "-s", "../../scenarios/crash-mid-request.yaml", "--mutant", "no-lease", "--reruns", "0", "--shrink=false"}
 	killed := func() *cli {
 		c := startBin(t, bin, args...)
-		c.waitUntil(t, "its containers", func() bool { return len(ownedBy(t, d, c.cmd.Process.Pid)) >= 3 })
+		// Killed with its traffic flowing: the environment is up, and the
+		// daemon has few of its requests left in flight.
+		c.waitWithin(t, 5*time.Minute, "its containers and traffic", func() bool {
+			return len(ownedBy(t, d, c.cmd.Process.Pid)) >= 3 && len(c.historiesWithInvoke()) > 0
+		})
 		c.kill9(t)
 		return c
 	}
@@ -238,7 +249,7 @@ func TestSIGKILL_DockerRunContainersGoAtCleanupAndTheNextDockerRun(t *testing.T)
 		t.Fatal("a SIGKILLed docker run cannot remove its containers, yet they are gone")
 	}
 	c := startBin(t, bin, args...)
-	c.waitUntil(t, "the next docker run's containers", func() bool { return len(ownedBy(t, d, c.cmd.Process.Pid)) > 0 })
+	c.waitWithin(t, 5*time.Minute, "the next docker run's containers", func() bool { return len(ownedBy(t, d, c.cmd.Process.Pid)) > 0 })
 	now := ownedBy(t, d, b.cmd.Process.Pid)
 	for _, id := range before {
 		if slices.Contains(now, id) {
