@@ -30,7 +30,7 @@ func runChild(raw string) int {
 		fmt.Fprintln(os.Stderr, "idemchaos child:", err)
 		return 3
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	var err error
 	switch spec.Role {

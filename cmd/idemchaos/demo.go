@@ -104,7 +104,11 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 			if err != nil {
 				if errors.Is(err, context.Canceled) {
 					if o := lastRun(matrix); o != nil && !finished[o] && o.HistoryPath != "" {
-						fmt.Fprintf(cmd.ErrOrStderr(), "partial history kept: %s\n", o.HistoryPath)
+						var done []*harness.Outcome
+						for r := range finished {
+							done = append(done, r)
+						}
+						out.reportCutShort(cmd.ErrOrStderr(), "partial history kept", done, o.HistoryPath, true)
 					}
 					return errInterrupted()
 				}

@@ -18,7 +18,7 @@ func main() {
 	// A copy of this binary started by the harness serves as the reference
 	// service or its consumer.
 	harness.MaybeChild()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	m := NewMain()
 	os.Exit(m.Exit(m.Run(ctx, os.Args[1:])))

@@ -177,6 +177,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	var runs []report.Run
 	var outcomes []*harness.Outcome
+	many := f.out.dir || len(work.pairs) > 1 // --history is a directory
 	for _, p := range work.pairs {
 		s := ss[p.Scenario]
 		if f.seeds != "" {
@@ -189,7 +190,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		prog.done()
 		if err != nil {
 			if o != nil && o.HistoryPath != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "partial history kept: %s\n", o.HistoryPath)
+				f.out.reportCutShort(cmd.ErrOrStderr(), "partial history kept", outcomes, o.HistoryPath, many)
 			}
 			if ctx.Err() != nil {
 				return errInterrupted()
@@ -205,8 +206,10 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 			}
 			found := r.Investigate(ctx, o, opts, inv)
 			if ctx.Err() != nil {
-				// A classification from re-runs cut short would be a guess.
-				fmt.Fprintf(cmd.ErrOrStderr(), "history kept: %s\n", o.HistoryPath)
+				// A classification from re-runs cut short would be a guess;
+				// the run itself finished, and its history goes where
+				// --history asked.
+				f.out.reportCutShort(cmd.ErrOrStderr(), "history kept", outcomes, o.HistoryPath, many)
 				if found.Partial != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "partial history kept: %s\n", found.Partial)
 				}

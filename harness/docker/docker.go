@@ -88,7 +88,13 @@ func open(ctx context.Context, cfg sut.Config) (*dockerEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	im := c.ResolveImages(dockerenv.Images{Postgres: cfg.PGImage, Toxiproxy: cfg.ToxiproxyImage, Reference: cfg.ReferenceImage})
+	// Without a registry nothing can be pulled: images that are not on
+	// the engine are built here, with one line on stderr for the wait.
+	im, err := c.ProvideImages(ctx, dockerenv.Images{Postgres: cfg.PGImage, Toxiproxy: cfg.ToxiproxyImage, Reference: cfg.ReferenceImage},
+		dockerenv.DefaultCatalog, dockerenv.BuildOptions{Log: os.Stderr})
+	if err != nil {
+		return nil, fmt.Errorf("docker env: %w", err)
+	}
 	// The reference image also runs the pause containers of every target.
 	if cfg.ReferenceImage == "" {
 		// The reference image is this binary: build (or find, by hash) it
