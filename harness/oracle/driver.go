@@ -19,7 +19,7 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 // Endpoint is one place a connection made with a DSN may go: Network "tcp"
 // (Addr host:port), "unix" (a socket path) or "file" (a database file:
 // nothing is dialled).
-type Endpoint = dsnform.Endpoint
+type Endpoint struct{ Network, Addr string }
 
 // Driver is one kind of database the sql oracle reads through
 // database/sql, registered from init by the package that links its
@@ -56,7 +56,14 @@ var drivers struct {
 // RegisterDriver makes a driver's schemes readable by [SQL] and known to
 // validation. Registering a scheme twice panics.
 func RegisterDriver(d Driver) {
-	dsnform.RegisterDSN(dsnform.DSNForm{Name: d.Name, Schemes: d.Schemes, Keywords: d.Keywords, Endpoints: d.Endpoints})
+	dsnform.RegisterDSN(dsnform.DSNForm{Name: d.Name, Schemes: d.Schemes, Keywords: d.Keywords, Endpoints: func(dsn string) ([]dsnform.Endpoint, error) {
+		eps, err := d.Endpoints(dsn)
+		out := make([]dsnform.Endpoint, len(eps))
+		for i, ep := range eps {
+			out[i] = dsnform.Endpoint(ep)
+		}
+		return out, err
+	}})
 	drivers.Lock()
 	defer drivers.Unlock()
 	if drivers.byScheme == nil {
@@ -90,4 +97,11 @@ func driverFor(dsn string) (*Driver, error) {
 
 // DSNEndpoints lists every place a connection with dsn may go, by the
 // driver that claims it, and that driver's name.
-func DSNEndpoints(dsn string) (string, []Endpoint, error) { return dsnform.Endpoints(dsn) }
+func DSNEndpoints(dsn string) (string, []Endpoint, error) {
+	name, eps, err := dsnform.Endpoints(dsn)
+	out := make([]Endpoint, len(eps))
+	for i, ep := range eps {
+		out[i] = Endpoint(ep)
+	}
+	return name, out, err
+}

@@ -1,10 +1,9 @@
-package harness_test
+package main
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -37,10 +36,7 @@ func TestRetarget_MovesEffectsURLOnTheTargetOrigin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		notes, err := harness.PrepareExternal(s, "http://127.0.0.1:9191", false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		notes := retarget(s, "http://127.0.0.1:9191", false)
 		if s.Effects.URL != want || s.Target.URL != "http://127.0.0.1:9191" {
 			t.Errorf("%s: effects.url %s, target %s; want %s", from, s.Effects.URL, s.Target.URL, want)
 		}
@@ -48,33 +44,5 @@ func TestRetarget_MovesEffectsURLOnTheTargetOrigin(t *testing.T) {
 		if moved := want != from; said != moved {
 			t.Errorf("%s: notes %q; moved %v, said so %v", from, notes, moved, said)
 		}
-	}
-}
-
-// The replay command sets the environment variables the scenario read, so
-// that it runs the same scenario; before, it dropped them.
-func TestReplayCommand_CarriesEnvironmentAndFlags(t *testing.T) {
-	t.Setenv("ORDERS_DSN", "postgres://app:s3 cret@127.0.0.1:5432/orders")
-	t.Setenv("EFFECTS_HOST", "")
-	s, err := scenarios.Parse("my scenarios/orders.yaml", []byte(`
-target: {url: "http://127.0.0.1:8080"}
-effects:
-  oracle: sql
-  dsn: ${ORDERS_DSN}
-  query: SELECT tenant, key, id FROM orders
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := harness.ReplayCommand(s, 42, "", harness.Invocation{Target: "http://127.0.0.1:9191", DatabaseAddr: "127.0.0.1:5432"})
-	want := `ORDERS_DSN='postgres://app:s3 cret@127.0.0.1:5432/orders' idemchaos run -s 'my scenarios/orders.yaml' --seed 42 --target http://127.0.0.1:9191 --db-addr 127.0.0.1:5432`
-	if got != want {
-		t.Errorf("replay command\n got %s\nwant %s", got, want)
-	}
-	// A run in containers is replayed in containers.
-	got = harness.ReplayCommand(s, 42, "no-lease", harness.Invocation{Env: "docker"})
-	want = `ORDERS_DSN='postgres://app:s3 cret@127.0.0.1:5432/orders' idemchaos run -s 'my scenarios/orders.yaml' --seed 42 --mutant no-lease --env docker`
-	if got != want {
-		t.Errorf("replay command in docker\n got %s\nwant %s", got, want)
 	}
 }
