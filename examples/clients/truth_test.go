@@ -45,7 +45,7 @@ const (
 // script picks the answer to the n-th attempt (1-based) of an invocation.
 type script func(n int) answer
 
-func first(a answer) script { return firstN(1, a) }
+func first(a answer) script  { return firstN(1, a) }
 func always(a answer) script { return func(int) answer { return a } }
 func firstN(k int, a answer) script {
 	return func(n int) answer {
