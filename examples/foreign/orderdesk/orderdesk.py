@@ -24,7 +24,10 @@ null on the last page.
 
 The correct service claims a key and writes the order in one transaction
 that takes SQLite's write lock first (BEGIN IMMEDIATE), so a concurrent
-duplicate waits for the first and then replays its answer. With
+duplicate waits for the first and then replays its answer. SQLite has one
+writer at a time, and threads that poll its file lock starve each other
+under load (seconds), so the desk queues its writes on a lock of its own
+before they reach SQLite. With
 --check-then-insert it does what its first release did: look the key up,
 write the order, then record the key, each in a transaction of its own;
 two copies of one request that arrive together both find no key and both
@@ -70,6 +73,7 @@ class Store:
         self.path = path
         self.check_then_insert = check_then_insert
         self.local = threading.local()
+        self.writer = threading.Lock()
         with self.conn() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
@@ -80,6 +84,7 @@ class Store:
         if db is None:
             db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             db.execute("PRAGMA busy_timeout=30000")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at checkpoints
             self.local.db = db
         return db
 
@@ -87,6 +92,10 @@ class Store:
         """Returns (status, body, replayed)."""
         if self.check_then_insert:
             return self._create_check_then_insert(customer, key, params)
+        with self.writer:
+            return self._create(customer, key, params)
+
+    def _create(self, customer, key, params):
         db = self.conn()
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -113,12 +122,14 @@ class Store:
             (customer, key)).fetchone()
         if row is not None:
             return self._answer_for(row, params)
-        db.execute("BEGIN")
-        status, body = self._insert_order(db, customer, key, params)
-        db.execute("COMMIT")
-        db.execute(
-            "INSERT OR REPLACE INTO idempotency (customer, key, params, status, body) VALUES (?, ?, ?, ?, ?)",
-            (customer, key, params, status, body))
+        with self.writer:
+            db.execute("BEGIN")
+            status, body = self._insert_order(db, customer, key, params)
+            db.execute("COMMIT")
+        with self.writer:
+            db.execute(
+                "INSERT OR REPLACE INTO idempotency (customer, key, params, status, body) VALUES (?, ?, ?, ?, ?)",
+                (customer, key, params, status, body))
         return status, body, False
 
     @staticmethod
