@@ -14,9 +14,9 @@
 //		...
 //	}
 //
-// [Main] (or pgtest.Main: both close the process's run directory) stops
-// the shared server when the tests end; without either, the server dies
-// with the test binary (parent-death signal).
+// [Main] stops the shared server when the tests end (it is pgtest.Main:
+// both servers close with the process's run directory); without it, the
+// server dies with the test binary (parent-death signal).
 //
 // Exported API: [Main], [Server], [Database], [DB].
 package mariadbtest

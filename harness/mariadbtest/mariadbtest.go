@@ -3,7 +3,6 @@ package mariadbtest
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -11,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemchaos/idemchaos/harness/pgtest"
 	"github.com/idemchaos/idemchaos/internal/mariadb"
-	"github.com/idemchaos/idemchaos/internal/runenv"
 )
 
 var shared struct {
@@ -24,24 +23,10 @@ var shared struct {
 var dbSeq atomic.Int64
 
 // Main runs the tests, then stops the shared server and removes the run
-// directory, and exits with the tests' status.
-func Main(m *testing.M) {
-	ctx := context.Background()
-	run, err := runenv.Shared(ctx)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "mariadbtest: open run directory: %v\n", err)
-		os.Exit(1)
-	}
-	stop := run.CloseOnSignal(10 * time.Second)
-	code := m.Run()
-	stop()
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := runenv.CloseShared(cctx); err != nil {
-		fmt.Fprintf(os.Stderr, "mariadbtest: cleanup: %v\n", err)
-	}
-	os.Exit(code)
-}
+// directory, and exits with the tests' status: it is [pgtest.Main], since
+// both servers live in the process's run directory and close with it (a
+// package that uses both calls either).
+func Main(m *testing.M) { pgtest.Main(m) }
 
 // Server returns the test binary's shared server, starting it on first
 // use. Tests must not close it.

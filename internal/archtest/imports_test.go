@@ -38,7 +38,7 @@ var rules = map[string]rule{
 	"harness/oracle/mysql":  {may: []string{"harness/oracle"}},
 	"harness/oracle/sqlite": {may: []string{"harness/oracle"}},
 	"harness/pgtest":        {may: []string{"internal/pgcluster", "internal/runenv"}},
-	"harness/mariadbtest":   {may: []string{"internal/mariadb", "internal/runenv"}},
+	"harness/mariadbtest":   {may: []string{"harness/pgtest", "internal/mariadb"}},
 	"harness": {may: append([]string{"checkers", "faults", "harness/driver", "harness/oracle", "harness/internal/sut", "history", "reference", "scenarios",
 		"internal/env", "internal/netaddr"}, infra...)},
 	"harness/internal/sut":             {may: []string{"faults", "scenarios", "internal/netaddr", "internal/proxy"}},
