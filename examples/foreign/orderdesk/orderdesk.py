@@ -27,10 +27,11 @@ that takes SQLite's write lock first (BEGIN IMMEDIATE), so a concurrent
 duplicate waits for the first and then replays its answer. SQLite has one
 writer at a time, and threads that poll its file lock starve each other
 under load (seconds), so the desk queues its writes on a lock of its own
-before they reach SQLite. With
---check-then-insert it does what its first release did: look the key up,
-write the order, then record the key, each in a transaction of its own;
-two copies of one request that arrive together both find no key and both
+before they reach SQLite.
+
+With --check-then-insert it does what its first release did (which had no
+write queue either): look the key up, write the order, then record the
+key, each in a transaction of its own; two copies of one request that arrive together both find no key and both
 write an order. idemchaos must find that with exactly-once, and the
 correct service clean.
 
@@ -84,7 +85,6 @@ class Store:
         if db is None:
             db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             db.execute("PRAGMA busy_timeout=30000")
-            db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at checkpoints
             self.local.db = db
         return db
 
@@ -122,14 +122,12 @@ class Store:
             (customer, key)).fetchone()
         if row is not None:
             return self._answer_for(row, params)
-        with self.writer:
-            db.execute("BEGIN")
-            status, body = self._insert_order(db, customer, key, params)
-            db.execute("COMMIT")
-        with self.writer:
-            db.execute(
-                "INSERT OR REPLACE INTO idempotency (customer, key, params, status, body) VALUES (?, ?, ?, ?, ?)",
-                (customer, key, params, status, body))
+        db.execute("BEGIN")
+        status, body = self._insert_order(db, customer, key, params)
+        db.execute("COMMIT")
+        db.execute(
+            "INSERT OR REPLACE INTO idempotency (customer, key, params, status, body) VALUES (?, ?, ?, ?, ?)",
+            (customer, key, params, status, body))
         return status, body, False
 
     @staticmethod
