@@ -31,9 +31,9 @@ before they reach SQLite.
 
 With --check-then-insert it does what its first release did (which had no
 write queue either): look the key up, write the order, then record the
-key, each in a transaction of its own; two copies of one request that arrive together both find no key and both
-write an order. idemchaos must find that with exactly-once, and the
-correct service clean.
+key, each in a transaction of its own; two copies of one request that
+arrive together both find no key and both write an order. idemchaos must
+find that with exactly-once, and the correct service clean.
 
 Run: python3 orderdesk.py --db orders.sqlite [--addr 127.0.0.1:0]
 It prints "listening on http://HOST:PORT" once it accepts connections and
