@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -55,7 +53,11 @@ type RunOptions struct {
 	HistoryPath string
 	// Invocation is how the run was started, for its replay command.
 	Invocation Invocation
-	_          struct{}
+	// Expect, when set, is the invariant the last step expects violated
+	// instead of its own expectation (the Go API's [Step.ExpectViolation]);
+	// the history records it, so a later check judges the step alike.
+	Expect string
+	_      struct{}
 }
 
 // CorrectService as [RunOptions.Mutant] runs the reference without a mutant.
@@ -95,6 +97,17 @@ func (o *Outcome) Verdict() checkers.Verdict {
 	return v
 }
 
+// Environment is the reason the run is an environment error (the harness
+// could not do its job: its history says why), "" when it is not.
+func (o *Outcome) Environment() string {
+	for _, s := range o.Steps {
+		if s.Result.Verdict == checkers.EnvironmentError {
+			return s.Result.Reason
+		}
+	}
+	return ""
+}
+
 // Met says every step's expectation held.
 func (o *Outcome) Met() bool {
 	for _, s := range o.Steps {
@@ -132,9 +145,11 @@ func (o *Outcome) Caught() []string {
 }
 
 // Run runs the scenario once: start the target, then each step's plan with
-// its faults, then read the effects and check. The history file is kept
-// whatever happens, including when ctx is cancelled.
-func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions) (*Outcome, error) {
+// its faults, then read the effects; then judge the history it wrote, as
+// an offline check of that file would ([checkers.Judge]). The history file
+// is kept whatever happens, including when ctx is cancelled; an error
+// after it was begun is written into it as the environment's.
+func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions) (_ *Outcome, err error) {
 	start := time.Now()
 	mutant := ""
 	if s.Target.Reference != nil {
@@ -178,7 +193,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	meta, err := writeMeta(f, s.Name, opts.Seed, begun, contract.Meta(), ora != nil)
+	meta, err := writeMeta(f, s.Name, opts.Seed, begun, contract.Meta(), s.InvariantNames(), ora != nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
@@ -187,6 +202,13 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 		rec.OnEvent(r.OnEvent)
 	}
 	defer rec.Flush()
+	// What stopped the run is the environment's fault, and the history
+	// says so: a later check of it says the same, never a verdict.
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			recordEnvironment(f, rec, r.environmentCause(err))
+		}
+	}()
 	// A run cut short leaves a partial history: it says so, so that a
 	// later check reads unknown, never a violation.
 	defer func() {
@@ -236,6 +258,13 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	}
 	var prev Plan
 	for i, st := range steps {
+		expect := expectOf(st)
+		if opts.Expect != "" && i == len(steps)-1 {
+			expect = opts.Expect
+		}
+		if err := rec.Write(&history.Event{Type: history.TypeStep, Name: st.Name, Expect: expect}); err != nil {
+			return out, err
+		}
 		if st.Wait > 0 && !ctxwait.Sleep(ctx, st.Wait) {
 			break
 		}
@@ -266,7 +295,11 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 		}
 		stats, stopFaults, err := r.runStep(ctx, w, t, tr, s, plan, built[i])
 		out.Requests += stats.Requests
-		so := StepOutcome{Name: st.Name, Expect: expectOf(st), Plan: plan, Stats: stats}
+		if err == nil && stats.Budget {
+			// Attempts the budget stopped were never judged: the history
+			// says so, and the step cannot pass on the part that ran.
+			err = rec.Write(&history.Event{Type: history.TypeBudget, MaxRequests: int64(tr.MaxRequests)})
+		}
 		if err == nil {
 			err = recordEffects(ctx, ora, rec, recorded, named)
 		}
@@ -284,34 +317,26 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 			}
 			return out, err
 		}
-		if err := rec.Flush(); err != nil {
-			return out, err
-		}
-		h, err := loadHistory(path, loadOpts)
-		if err != nil {
-			return out, err
-		}
-		out.History = h
-		so.Result = checker.Check(h, h.Effects)
-		if why := nothingSucceeded(h); why != "" && so.Result.Verdict == checkers.Pass {
-			// Every check passes vacuously when nothing executed: a wrong
-			// path, body or token must not read as a clean service.
-			so.Result.Verdict, so.Result.Reason = checkers.Unknown, why
-		}
-		if stats.Budget && so.Result.Verdict == checkers.Pass {
-			// Attempts the budget stopped were never judged: a pass on
-			// the part that ran would claim more than the run knows.
-			so.Result.Verdict, so.Result.Reason = checkers.Unknown, fmt.Sprintf(
-				"the request budget ran out (max_requests %d) before every intent was sent and retried; raise traffic.max_requests", tr.MaxRequests)
-		}
-		so.Met = expectationMet(so.Expect, so.Result)
-		out.Steps = append(out.Steps, so)
+		out.Steps = append(out.Steps, StepOutcome{Name: st.Name, Expect: expect, Plan: plan, Stats: stats})
 		if ctx.Err() != nil {
 			break
 		}
 	}
+	if ctx.Err() != nil {
+		out.Elapsed = time.Since(start)
+		return out, ctx.Err()
+	}
+	h, err := r.judged(path, f, rec, loadOpts)
+	if err != nil {
+		return out, err
+	}
+	out.History = h
+	j := checkers.Judge(h, checker, contract.Options()...)
+	for i := range out.Steps {
+		out.Steps[i].Result, out.Steps[i].Met = j.Steps[i].Result, j.Steps[i].Met
+	}
 	out.Elapsed = time.Since(start)
-	return out, ctx.Err()
+	return out, nil
 }
 
 func (r *Runner) proxies() proxy.Server {
@@ -399,11 +424,16 @@ func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder,
 	if ora == nil {
 		return nil
 	}
-	fx, err := ora.Effects(ctx)
+	read, err := oracle.Read(ctx, ora)
 	if err != nil {
 		return err
 	}
-	for _, e := range fx {
+	// Where it read and what came back: an oracle that reads nothing at
+	// all, while requests were acknowledged, reads the wrong place.
+	if err := rec.Write(&history.Event{Type: history.TypeOracle, Source: read.Source, Read: len(read.Effects), Got: read.Got}); err != nil {
+		return err
+	}
+	for _, e := range read.Effects {
 		// An effect is one (tenant, id): services number orders per tenant,
 		// so the same id under two tenants is two effects.
 		id := e.Tenant + "\x00" + e.ID
@@ -437,20 +467,6 @@ func expectOf(st scenarios.Step) string {
 	return st.Expect
 }
 
-// expectationMet: "clean" wants no violation and no unknown; an invariant
-// name wants that invariant violated.
-func expectationMet(expect string, r checkers.Result) bool {
-	if expect == "clean" {
-		return r.Verdict == checkers.Pass
-	}
-	for _, p := range r.Results {
-		if p.Name == expect && p.Verdict == checkers.Violated {
-			return true
-		}
-	}
-	return false
-}
-
 func stepPrefix(i int) string {
 	if i == 0 {
 		return ""
@@ -463,36 +479,6 @@ func runNonce() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// nothingSucceeded explains a history in which no attempt got a 2xx, or
-// returns "". Such a run proves nothing about idempotency.
-func nothingSucceeded(h *history.History) string {
-	if len(h.Attempts) == 0 {
-		return "no request was sent"
-	}
-	statuses := map[string]int{}
-	for i := range h.Attempts {
-		a := &h.Attempts[i]
-		if a.Outcome == history.OK && a.Status/100 == 2 {
-			return ""
-		}
-		k := a.Outcome.String()
-		if a.Outcome == history.OK {
-			k = strconv.Itoa(a.Status)
-		}
-		statuses[k]++
-	}
-	keys := make([]string, 0, len(statuses))
-	for k := range statuses {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%d× %s", statuses[k], k)
-	}
-	return fmt.Sprintf("no request succeeded (%s), so nothing was judged: check the endpoint's path, body and tokens", strings.Join(parts, ", "))
 }
 
 // LookupMutant returns the reference's mutant of that name; "" and

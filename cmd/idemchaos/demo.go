@@ -108,7 +108,17 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 					}
 					return errInterrupted()
 				}
-				return usageError(err)
+				// The environment failed (a dead database, a full disk):
+				// no catch matrix, which would read as mutants missed.
+				if o := lastRun(matrix); o != nil && o.HistoryPath != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "history kept: %s\n", o.HistoryPath)
+				}
+				if out.json {
+					if werr := writeJSON(cmd.OutOrStdout(), report.Failed(oneLineError{err})); werr != nil {
+						return usageError(werr)
+					}
+				}
+				return usageError(oneLineError{err})
 			}
 			runs, outcomes := demoRuns(matrix)
 			// The matrix is the summary; --json, --junit and --report carry
