@@ -292,16 +292,16 @@ func undecided(s StepFacts, p Profile) string {
 		}
 	}
 	statuses := slices.Sorted(maps.Keys(s.Answers))
-	var what string
-	if len(statuses) == 1 {
-		what = fmt.Sprintf("every answer the service gave was %d (%d×)", statuses[0], s.Answers[statuses[0]])
-	} else {
-		what = fmt.Sprintf("every answer the service gave was a status the contract does not name as a decision (%s)", endings(StepFacts{Answers: s.Answers}))
+	what := "a status"
+	if len(statuses) > 1 {
+		what = "statuses"
 	}
+	proxied := ""
 	if n := total(s.Proxied); n > 0 {
-		what += fmt.Sprintf(", besides %d from the harness's fault proxy", n)
+		proxied = fmt.Sprintf(", besides %d from the harness's fault proxy,", n)
 	}
-	return what + ", so nothing was judged: " + hint(statuses)
+	return fmt.Sprintf("every answer the service gave (%s)%s has %s the contract does not name as a decision, so nothing was judged: %s",
+		endings(StepFacts{Answers: s.Answers}), proxied, what, hint(statuses))
 }
 
 // hint says what to look at for answers of these statuses.
@@ -366,8 +366,8 @@ func withReason(r Result, why string) Result {
 }
 
 // setAside gives r the verdict v for the reason why, and sets aside what
-// its checks found: each part says it was not judged (short says why),
-// and how many possible violations it dropped. Violations found where
+// its checks found: each part that judged something says it was not
+// judged (short says why), and how many possible violations it dropped. Violations found where
 // nothing could be judged would accuse the service of the setup's fault.
 func setAside(r Result, v Verdict, why, short string) Result {
 	n := len(r.Violations)
@@ -380,6 +380,10 @@ func setAside(r Result, v Verdict, why, short string) Result {
 	}
 	parts := make([]Result, len(r.Results))
 	for i, p := range r.Results {
+		if p.Verdict == Pass && p.Checked == 0 {
+			parts[i] = p // it judged nothing: nothing to set aside
+			continue
+		}
 		reason := "not judged: " + short
 		if k := len(p.Violations); k > 0 {
 			reason += fmt.Sprintf(" (%d possible violation(s) set aside)", k)

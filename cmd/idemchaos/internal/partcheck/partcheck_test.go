@@ -162,7 +162,7 @@ func diffResult(want, got checkers.Result) string {
 
 func goldens(t *testing.T) []string {
 	var files []string
-	for _, pattern := range []string{"../../../../testdata/histories/*/*.jsonl"} {
+	for _, pattern := range []string{"../../../../testdata/histories/*/*.jsonl", "../../../../testdata/verdicts/*.jsonl"} {
 		m, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)
