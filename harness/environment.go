@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,10 +20,30 @@ import (
 // check of the file, calls the run an environment error (exit 3) and never
 // a violation: the harness could not do its job.
 
+// environmentError is err said as the environment's failure, in one line
+// (see environmentCause), still wrapping err; nil, a cancellation and an
+// error already said so stay as they are.
+func (r *Runner) environmentError(ctx context.Context, err error) error {
+	var done *envError
+	if err == nil || ctx.Err() != nil || errors.As(err, &done) {
+		return err
+	}
+	return &envError{cause: r.environmentCause(err), err: err}
+}
+
+// envError is an error of the environment with its cause in one line.
+type envError struct {
+	cause string
+	err   error
+}
+
+func (e *envError) Error() string { return e.cause }
+func (e *envError) Unwrap() error { return e.err }
+
 // environmentCause says in one line why the run could not go on: the
 // harness's own database died, the disk filled, or err as it is.
 func (r *Runner) environmentCause(err error) string {
-	msg := oneLine(err.Error())
+	msg := strings.TrimPrefix(oneLine(err.Error()), ErrSetup.Error()+": ")
 	if r.Local != nil {
 		if died := r.Local.Primary().Exited(); died != nil {
 			return fmt.Sprintf("the harness's database died (%v): %s", died, msg)

@@ -150,6 +150,7 @@ func (o *Outcome) Caught() []string {
 // is kept whatever happens, including when ctx is cancelled; an error
 // after it was begun is written into it as the environment's.
 func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions) (_ *Outcome, err error) {
+	defer func() { err = r.environmentError(ctx, err) }()
 	start := time.Now()
 	mutant := ""
 	if s.Target.Reference != nil {
@@ -205,8 +206,8 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	// What stopped the run is the environment's fault, and the history
 	// says so: a later check of it says the same, never a verdict.
 	defer func() {
-		if err != nil && ctx.Err() == nil {
-			recordEnvironment(f, rec, r.environmentCause(err))
+		if err = r.environmentError(ctx, err); err != nil && ctx.Err() == nil {
+			recordEnvironment(f, rec, err.Error())
 		}
 	}()
 	// A run cut short leaves a partial history: it says so, so that a
