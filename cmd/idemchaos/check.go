@@ -38,8 +38,14 @@ The contract a history was judged by (status codes, payload fingerprint,
 replay headers, bounds) is read from its meta event when the run wrote it;
 the contract flags override it field by field.
 
-Exit codes: 0 every invariant held, 1 a violation, 2 inconclusive (unknown
-verdicts, no violation), 3 a file could not be read or is malformed.`,
+A history is judged step by step with the rules a run applies (see
+ARCHITECTURE.md, "One verdict"), so the history of a run gets the run's
+verdict: steps and their expectations, nothing to judge (404 or 403
+everywhere, nothing sent), environment errors the run recorded.
+
+Exit codes: 0 every expectation held, 1 a violation, 2 nothing to judge or
+inconclusive (no violation), 3 a file could not be read or is malformed, or
+the history records an environment error.`,
 		Example: `  idemchaos check testdata/histories/exactly-once/response-drop-retry-ok.jsonl
   idemchaos check --json run.jsonl
   idemchaos check --invariant exactly-once --invariant replay-identical run.jsonl

@@ -67,7 +67,7 @@ func Join(hs []*history.History, names []string) (*history.History, Numbering, e
 	for i, h := range hs {
 		for _, st := range h.Steps {
 			if st.Expect != "clean" {
-				return nil, Numbering{}, fmt.Errorf("%s: step %q expects a %s violation: judged together, the files are one run that expects every invariant to hold; check it alone", names[i], st.Name, st.Expect)
+				return nil, Numbering{}, fmt.Errorf("%s: step %q expects %s violated: judged together, the files are one run that expects every invariant to hold; check it alone", names[i], st.Name, st.Expect)
 			}
 			budget = max(budget, st.MaxRequests)
 		}
