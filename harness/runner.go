@@ -333,7 +333,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	}
 	out.History = h
 	j := checkers.Judge(h, checker, contract.Options()...)
-	for i := range out.Steps {
+	for i := range min(len(out.Steps), len(j.Steps)) { // one step event per step run
 		out.Steps[i].Result, out.Steps[i].Met = j.Steps[i].Result, j.Steps[i].Met
 	}
 	out.Elapsed = time.Since(start)
