@@ -67,11 +67,13 @@ func (c Case) Judge(seed int64, out *harness.Outcome, err error) SeedResult {
 		r.Violated = out.Caught()
 		r.RunVerdict, r.RunMet = out.Verdict(), out.Met()
 	}
-	if err != nil || out == nil || len(out.Steps) == 0 {
+	if err != nil || out == nil || len(out.Steps) == 0 || out.Environment() != "" {
 		r.Verdict = Error
 		r.Detail = "the run judged nothing"
 		if err != nil {
 			r.Detail = err.Error()
+		} else if out != nil && out.Environment() != "" {
+			r.Detail = out.Environment()
 		}
 		return r
 	}
