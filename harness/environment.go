@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/idemchaos/idemchaos/harness/driver"
+	"github.com/idemchaos/idemchaos/harness/internal/sut"
 	"github.com/idemchaos/idemchaos/history"
 )
 
@@ -44,8 +44,8 @@ func (e *envError) Unwrap() error { return e.err }
 // harness's own database died, the disk filled, or err as it is.
 func (r *Runner) environmentCause(err error) string {
 	msg := strings.TrimPrefix(oneLine(err.Error()), ErrSetup.Error()+": ")
-	if r.Local != nil {
-		if died := r.Local.Primary().Exited(); died != nil {
+	if d, ok := r.env.(sut.HarnessDatabase); ok {
+		if died := d.DatabaseDied(); died != nil {
 			return fmt.Sprintf("the harness's database died (%v): %s", died, msg)
 		}
 	}
@@ -67,18 +67,18 @@ func oneLine(s string) string {
 	return strings.Join(parts, " ")
 }
 
-// recordEnvironment writes an environment event with the cause to the
-// history. When the history cannot be written (a full disk), it cuts the
-// file back to a whole line, which frees the space of the torn one (and of
-// as many lines before it as the event needs), and writes the event there:
-// the events it drops would be judged by nobody, the environment error
+// environment writes an environment event with the cause to the history.
+// When the history cannot be written (a full disk), it cuts the file back
+// to a whole line, which frees the space of the torn one (and of as many
+// lines before it as the event needs), and writes the event there: the
+// events it drops would be judged by nobody, the environment error
 // outranking them all.
-func recordEnvironment(f *os.File, rec *driver.Recorder, cause string) {
+func (s *session) environment(cause string) {
 	e := &history.Event{Type: history.TypeEnvironment, Error: cause}
-	if rec.Write(e) == nil && rec.Flush() == nil {
+	if s.rec.Write(e) == nil && s.rec.Flush() == nil {
 		return
 	}
-	_ = appendAtLineEnd(f, append(history.AppendEvent(nil, e), '\n'))
+	_ = appendAtLineEnd(s.f, append(history.AppendEvent(nil, e), '\n'))
 }
 
 // appendAtLineEnd writes line after the last whole line of f, truncating
@@ -147,16 +147,16 @@ func firstLineEnd(f *os.File) (int64, error) {
 // answered none of its attempts is an environment error — the target was
 // never reachable in the way the run addressed it — and the history says
 // so first.
-func (r *Runner) judged(path string, f *os.File, rec *driver.Recorder, opts history.LoadOptions) (*history.History, error) {
-	if err := rec.Flush(); err != nil {
+func (s *session) judged() (*history.History, error) {
+	if err := s.rec.Flush(); err != nil {
 		return nil, err
 	}
-	h, err := loadHistory(path, opts)
+	h, err := loadHistory(s.path, s.load)
 	if err != nil || h.Environment != "" {
 		return h, err
 	}
 	if why := unanswered(h); why != "" {
-		recordEnvironment(f, rec, why)
+		s.environment(why)
 		h.Environment = why // as a load of the file now reads it
 	}
 	return h, nil
