@@ -29,11 +29,15 @@ type runPlan struct {
 	// target's database is the one it replicates).
 	standby  bool
 	contract *history.Contract // for the meta line
-	checker  checkers.Checker
-	load     history.LoadOptions
-	effects  scenarios.Effects // the oracle is made once the target is up
-	named    *acks             // nil: the scenario names no response id
-	steps    []stepPlan
+	// invariants are the checks judged, named in the meta line; judge are
+	// the options the verdict rules read (the contract's statuses).
+	invariants []string
+	checker    checkers.Checker
+	judge      []checkers.Option
+	load       history.LoadOptions
+	effects    scenarios.Effects // the oracle is made once the target is up
+	named      *acks             // nil: the scenario names no response id
+	steps      []stepPlan
 }
 
 // stepPlan is one step resolved: how its plan is made and sent, and what
@@ -92,7 +96,8 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 	if err != nil {
 		return nil, err
 	}
-	rp.contract, rp.load = contract.Meta(), contract.LoadOptions()
+	rp.contract, rp.load, rp.judge = contract.Meta(), contract.LoadOptions(), contract.Options()
+	rp.invariants = s.InvariantNames()
 	if rp.checker, err = s.Checker(); err != nil {
 		return nil, err
 	}
@@ -107,8 +112,13 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 	if s.Target.Reference == nil {
 		keyPrefix = fmt.Sprintf("%s-%s-", s.Name, runNonce())
 	}
-	rp.steps, err = resolveSteps(s, opts.Seed, keyPrefix, opts.Plans)
-	return rp, err
+	if rp.steps, err = resolveSteps(s, opts.Seed, keyPrefix, opts.Plans); err != nil {
+		return nil, err
+	}
+	if opts.Expect != "" && len(rp.steps) > 0 {
+		rp.steps[len(rp.steps)-1].expect = opts.Expect
+	}
+	return rp, nil
 }
 
 // resolveSteps resolves every step of s: its faults built (fresh values,
