@@ -23,6 +23,7 @@ func (r *Runner) runStep(ctx context.Context, w *world, t *target, tr scenarios.
 	fctx, cancelFaults := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(plan.Timed))
+	pending := newSettling(len(plan.Timed))
 	for _, tf := range plan.Timed {
 		f := fs[tf.Fault].fault
 		// A fault due at the start is in place before the first request:
@@ -42,8 +43,10 @@ func (r *Runner) runStep(ctx context.Context, w *world, t *target, tr scenarios.
 			}
 		}
 		wg.Add(1)
+		settle := pending.one()
 		go func() {
 			defer wg.Done()
+			defer settle()
 			if !ctxwait.Sleep(fctx, tf.At) {
 				return
 			}
@@ -59,6 +62,9 @@ func (r *Runner) runStep(ctx context.Context, w *world, t *target, tr scenarios.
 					return
 				}
 			}
+			if tf.For <= 0 {
+				settle() // its heal, if any, comes when the step ends
+			}
 			<-actx.Done() // its duration ran out, or the step ended
 			if err := f.Heal(context.WithoutCancel(ctx), w); err != nil {
 				errs <- fmt.Errorf("heal %s: %w", tf.Kind, err)
@@ -71,6 +77,7 @@ func (r *Runner) runStep(ctx context.Context, w *world, t *target, tr scenarios.
 		Model: driver.Model(tr.Client), InFlightStatus: inFlightStatus(s),
 		Retry: driver.RetryPolicy{MaxAttempts: tr.Retry.MaxAttempts, Base: tr.Retry.Base, Max: tr.Retry.Max, MaxRetryAfter: tr.Retry.MaxRetryAfter, Budget: tr.Retry.Budget},
 		Seed:  plan.Seed, Recorder: w.rec, Router: router{w: w, faults: fs},
+		DecisionBound: decisionBound(s), Settled: pending.settled,
 	}
 	if s.Target.Reference != nil {
 		// The reference stores the intent on its orders, so its effects
