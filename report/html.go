@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 )
 
-//go:embed assets/report.tmpl assets/report.css assets/report.js
+//go:embed assets/report.tmpl assets/run.tmpl assets/report.css assets/report.js
 var assets embed.FS
 
 // The page's stylesheet and script, embedded verbatim. The page's Content
@@ -47,7 +47,10 @@ func init() {
 		"dash":  dash,
 		"join":  func(s []string) string { return strings.Join(s, ", ") },
 		"ms":    func(n int64) string { return fmt.Sprintf("%d ms", n) },
-	}).ParseFS(assets, "assets/report.tmpl"))
+		"f":     func(x float64) string { return fmt.Sprintf("%.1f", x) },
+		"ops":   joinOps,
+		"label": runLabel,
+	}).ParseFS(assets, "assets/report.tmpl", "assets/run.tmpl"))
 }
 
 // The drawing's geometry, in SVG user units (the SVG scales to the page).
@@ -72,6 +75,13 @@ const (
 // escaping applied by hand in the run sections (html_run.go); the page
 // works with scripts off.
 func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
+	return writeHTML(w, rep, timelines, true)
+}
+
+// writeHTML writes the page; byHand writes the run sections with
+// html_run.go, else through their template (assets/run.tmpl), the source
+// of truth the hand-written code is tested against.
+func writeHTML(w io.Writer, rep Report, timelines []Timeline, byHand bool) error {
 	p := page{Report: rep, CSS: template.CSS(pageCSS), JS: template.JS(pageJS), CSP: pageCSP}
 	for i, run := range rep.Runs {
 		// In a catch matrix a mutant's violations are what was expected:
@@ -182,6 +192,9 @@ func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 		}
 	}
 	for ri := range p.Runs {
+		if !byHand {
+			break
+		}
 		var b htmlBuf
 		writeRun(&b, &p.Runs[ri])
 		p.Runs[ri].HTML = template.HTML(b.String()) // escaped as it was written
@@ -284,7 +297,8 @@ type runView struct {
 	// MoreUndrawn counts the rest.
 	Undrawn     []undrawn
 	MoreUndrawn int
-	// HTML is the section as writeRun wrote it.
+	// HTML is the section as writeRun wrote it; empty, the page renders
+	// the section through the "run" template.
 	HTML template.HTML
 }
 
