@@ -64,6 +64,7 @@ func params(kind string, docs map[string]typeDocs) (Kind, error) {
 	for _, p := range k.Params {
 		names[p.GoName] = p.Name
 	}
+	k.Doc = yamlNames(k.Doc, names)
 	for i := range k.Params {
 		k.Params[i].Doc = yamlNames(k.Params[i].Doc, names)
 	}
