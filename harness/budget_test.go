@@ -10,7 +10,6 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -35,7 +34,7 @@ func TestRun_BudgetRunOutIsNotAPass(t *testing.T) {
 	// The loader refuses intents that cannot fit; a budget also runs out
 	// at run time, when retries spend it. Lower it past the loader.
 	s.Traffic.MaxRequests = 4
-	r, closeEnv, err := harness.Open(context.Background(), harness.OpenOptions{Kind: env.KindExternal, TargetURL: srv.URL,
+	r, closeEnv, err := harness.Open(context.Background(), harness.OpenOptions{Kind: harness.EnvExternal, TargetURL: srv.URL,
 		Scenarios: []*scenarios.Scenario{s}})
 	if err != nil {
 		t.Fatal(err)

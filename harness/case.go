@@ -31,17 +31,17 @@ type TB interface {
 
 // EnvSpec says which environment a [Case] runs in.
 type EnvSpec struct {
-	kind env.Kind
+	kind EnvKind
 	url  string
 }
 
 // LocalEnv is the embedded environment: throwaway Postgres, in-process
 // Toxiproxy, the reference as a child process.
-func LocalEnv() EnvSpec { return EnvSpec{kind: env.KindLocal} }
+func LocalEnv() EnvSpec { return EnvSpec{kind: EnvLocal} }
 
 // ExternalEnv is a user's service at url (loopback unless the scenario
 // allows remote targets).
-func ExternalEnv(url string) EnvSpec { return EnvSpec{kind: env.KindExternal, url: url} }
+func ExternalEnv(url string) EnvSpec { return EnvSpec{kind: EnvExternal, url: url} }
 
 // Case is a test case: an environment and steps run in order, like
 // terraform's TestCase.
@@ -224,7 +224,7 @@ func (c Case) validate() ([]*scenarios.Scenario, error) {
 		default:
 			loaded[i] = loaded[i-1]
 		}
-		if _, err := LookupMutant(st.Mutant); err != nil {
+		if _, err := lookupMutant(st.Mutant); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", at, err))
 		}
 		if st.Mutant != "" && loaded[i] != nil && loaded[i].Target.Reference == nil {

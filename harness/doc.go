@@ -11,27 +11,31 @@
 //     [ExternalEnv]: the Terraform-style Go API for tests. A step that fails
 //     with a violation is classified and shrunk like a failing run
 //     ([Case.Investigate], [Case.NoInvestigate]).
-//   - [Open] and [OpenOptions] ([EnvKind], [ParseEnvKind]): start the
+//   - [Open] and [OpenOptions] ([EnvKind] with [EnvAuto], [EnvLocal],
+//     [EnvExternal], [EnvDocker]; [ParseEnvKind]; [Resolver]): start the
 //     environment a set of scenarios needs and get a [Runner] for it;
-//     [PrepareExternal], [TargetURL] and [CheckOracle] ready scenarios for a
-//     user's service; [Runner.DatabaseProxyAddr].
+//     [Runner.Kind], [Runner.DatabaseProxyAddr]. The local and external
+//     environments are always there; the docker one is linked in by
+//     importing github.com/idemchaos/idemchaos/harness/docker, which
+//     registers it, so a program that does not links no Docker SDK.
 //   - [Runner.Run] with [RunOptions]: run one scenario, returning an
 //     [Outcome] of [StepOutcome]s; [CorrectService] forces the correct
-//     reference, [LookupMutant] and [CheckMutant] name the mutants;
-//     [ErrSetup] marks errors that stopped a run before it could judge
-//     anything.
+//     reference; [ErrSetup] marks errors that stopped a run before it
+//     could judge anything; [ReplayCommand] and [Invocation] say how to
+//     run it again; [ScenarioOracle] reads a scenario's effects.
 //   - [Runner.Investigate] with [InvestigateOptions]: the follow-up of a
 //     failure — re-runs of the same plan to classify it ([Investigation]),
 //     then [Runner.Shrink] with [ShrinkBudget] ([ShrinkResult]).
 //   - [Plan], [TimedFault] and [Plans]: the generated workload of a seed;
 //     [SavePlan] and [ReadPlanFor] keep one.
 //   - [Runner.CatchMatrix] with [MatrixOptions]: the suite against the
-//     correct reference and every mutant ([Matrix], [MatrixRow],
-//     [MatrixMutants]); a mutant is caught only by its expected invariant.
+//     correct reference and every mutant ([Matrix], [MatrixRow]); a mutant
+//     is caught only by its expected invariant.
 //   - [MaybeChild]: lets a binary serve as the reference's child processes.
 //
-// Sub-packages hold the parts: driver (traffic) and oracle (effects), and
-// pgtest (a throwaway Postgres for a user's tests). The infrastructure
-// (environments, Postgres clusters, processes, proxies) is under internal/;
-// see ARCHITECTURE.md.
+// Sub-packages hold the parts: driver (traffic) and oracle (effects),
+// docker (the docker environment, registered on import), and pgtest (a
+// throwaway Postgres for a user's tests). The infrastructure (environments,
+// Postgres clusters, processes, proxies) is under internal/; see
+// ARCHITECTURE.md.
 package harness

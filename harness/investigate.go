@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -132,6 +133,10 @@ func (r *Runner) Investigate(ctx context.Context, o *Outcome, opts RunOptions, i
 	}
 	return inv
 }
+
+// errNotInvestigated explains why a failing run against a user's service
+// is not re-run or shrunk.
+var errNotInvestigated = errors.New("not re-run or shrunk: your service remembers this run's keys and effects; replay against a fresh database")
 
 func (io InvestigateOptions) reruns() int {
 	switch {

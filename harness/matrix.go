@@ -176,17 +176,3 @@ func orderFor(suite []*scenarios.Scenario, inv, designed string) []*scenarios.Sc
 	}
 	return append(first, rest...)
 }
-
-// MatrixMutants names the mutants a matrix limited to want runs: want
-// itself, or every mutant when it is empty. Pass them to
-// [OpenOptions.Mutants] so the environment has what they need.
-func MatrixMutants(want []string) []string {
-	if len(want) > 0 {
-		return want
-	}
-	var out []string
-	for _, m := range reference.Mutants() {
-		out = append(out, m.Name)
-	}
-	return out
-}

@@ -3,19 +3,21 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
+	"strings"
 
 	"github.com/idemchaos/idemchaos/faults"
-	"github.com/idemchaos/idemchaos/internal/env"
+	"github.com/idemchaos/idemchaos/harness/internal/sut"
 	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
 // OpenOptions say which environment to start for a set of scenarios.
 type OpenOptions struct {
-	// Kind is local, external or auto ("" = auto: external when TargetURL
-	// is set, else local).
-	Kind env.Kind
+	// Kind is the environment ("" = [EnvAuto]: external when TargetURL is
+	// set, docker when a scenario's target is a service image, else local).
+	Kind EnvKind
 	// TargetURL is the user's service for external runs.
 	TargetURL string
 	// AllowRemote permits a non-loopback target.
@@ -26,9 +28,9 @@ type OpenOptions struct {
 	// DatabaseListen is where that proxy listens (default a free port on
 	// 127.0.0.1): a fixed address lets the service's configuration name it.
 	DatabaseListen string
-	// Standby forces a streaming standby in the local environment. It is
-	// started anyway when a scenario, one of its faults or one of Mutants
-	// needs one.
+	// Standby forces a streaming standby in the local or docker
+	// environment. It is started anyway when a scenario, one of its faults
+	// or one of Mutants needs one.
 	Standby bool
 	// Mutants are the mutants the runs will use: those that declare a
 	// need (a standby) get it.
@@ -40,64 +42,68 @@ type OpenOptions struct {
 	Scenarios []*scenarios.Scenario
 	// Resolver resolves the host names of the target, the database address
 	// and http oracles for the loopback rule (nil: the system's).
-	Resolver env.Resolver
+	Resolver Resolver
 	// PGImage, ToxiproxyImage and ReferenceImage choose the docker
-	// environment's images ("" = the defaults; see [dockerenv.Images]).
+	// environment's images ("" = its defaults; see harness/docker).
 	PGImage, ToxiproxyImage, ReferenceImage string
 	_                                       struct{}
 }
 
+// Resolver looks up the addresses of a host name ([net.DefaultResolver]
+// is one): a test injects another, an /etc/hosts of its making.
+type Resolver interface {
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
 // Open starts the environment the scenarios need and returns a runner for
-// it, and the function that stops it and removes everything it made.
+// it, and the function that stops it and removes everything it made. For
+// a user's service it first checks that every fault finds the hooks it
+// declares in its scenario.
 func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context) error, error) {
 	if err := checkOracleHosts(ctx, opts); err != nil {
 		return nil, nil, err
 	}
 	kind := opts.Kind
-	if kind == "" || kind == env.KindAuto {
-		kind = env.KindLocal
-		if opts.TargetURL != "" {
-			kind = env.KindExternal
-		} else if imageTargets(opts.Scenarios) {
-			kind = env.KindDocker
-		}
+	if kind == "" || kind == EnvAuto {
+		kind = autoKind(opts.TargetURL, opts.Scenarios...)
 	}
-	switch kind {
-	case env.KindExternal:
-		allow := opts.AllowRemote
+	open, ok := sut.Lookup(string(kind))
+	switch {
+	case !ok && kind == EnvDocker:
+		return nil, nil, fmt.Errorf("the docker environment is not linked into this program: import _ %q", "github.com/idemchaos/idemchaos/harness/docker")
+	case !ok:
+		return nil, nil, fmt.Errorf("unknown environment kind %q (known: %s)", kind, strings.Join(sut.Names(), ", "))
+	}
+	cfg, err := envConfig(kind, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := open(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Runner{env: e, kind: kind}, e.Close, nil
+}
+
+// envConfig is what the environment of that kind needs to start: a standby
+// for the reference (local, docker), the user's service and whether it
+// may be remote (external).
+func envConfig(kind EnvKind, opts OpenOptions) (sut.Config, error) {
+	cfg := sut.Config{TargetURL: opts.TargetURL, AllowRemote: opts.AllowRemote, DatabaseAddr: opts.DatabaseAddr,
+		DatabaseListen: opts.DatabaseListen, ToxiproxyURL: opts.ToxiproxyURL, Resolver: opts.Resolver,
+		PGImage: opts.PGImage, ToxiproxyImage: opts.ToxiproxyImage, ReferenceImage: opts.ReferenceImage}
+	if kind == EnvExternal {
 		for _, s := range opts.Scenarios {
-			allow = allow || s.Target.AllowRemote
+			cfg.AllowRemote = cfg.AllowRemote || s.Target.AllowRemote
+			if err := checkHooks(s); err != nil {
+				return cfg, err
+			}
 		}
-		ext, err := env.StartExternal(ctx, env.ExternalConfig{ServiceURL: opts.TargetURL, AllowRemote: allow, DatabaseAddr: opts.DatabaseAddr, DatabaseListen: opts.DatabaseListen, ToxiproxyURL: opts.ToxiproxyURL, Resolver: opts.Resolver})
-		if err != nil {
-			return nil, nil, err
-		}
-		return &Runner{External: ext}, ext.Close, nil
-	case env.KindLocal:
-		standby, err := needsStandby(opts)
-		if err != nil {
-			return nil, nil, err
-		}
-		if _, err := env.Resolve(ctx, env.Options{Kind: env.KindAuto}); err != nil {
-			return nil, nil, err
-		}
-		local, err := env.StartLocal(ctx, env.LocalConfig{Standby: standby, ToxiproxyURL: opts.ToxiproxyURL})
-		if err != nil {
-			return nil, nil, err
-		}
-		return &Runner{Local: local}, local.Close, nil
-	case env.KindDocker:
-		standby, err := needsStandby(opts)
-		if err != nil {
-			return nil, nil, err
-		}
-		d, err := openDocker(ctx, opts, standby)
-		if err != nil {
-			return nil, nil, err
-		}
-		return &Runner{Docker: d}, d.env.Close, nil
+		return cfg, nil
 	}
-	return nil, nil, fmt.Errorf("%w %q", env.ErrUnknownKind, kind)
+	var err error
+	cfg.Standby, err = needsStandby(opts)
+	return cfg, err
 }
 
 // needsStandby says whether a local environment must have a streaming
@@ -106,7 +112,7 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 func needsStandby(opts OpenOptions) (bool, error) {
 	need := opts.Standby
 	for _, name := range opts.Mutants {
-		m, err := LookupMutant(name)
+		m, err := lookupMutant(name)
 		if err != nil {
 			return false, err
 		}
@@ -137,6 +143,29 @@ func scenarioNeedsStandby(s *scenarios.Scenario) bool {
 	return false
 }
 
+// checkHooks refuses a scenario for an external target whose faults need a
+// hook it does not set.
+func checkHooks(s *scenarios.Scenario) error {
+	for i := range s.EffectiveSteps() {
+		fs, err := buildFaults(s, i)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+		for _, f := range fs {
+			var missing []string
+			for _, h := range faults.HooksOf(f.fault) {
+				if strings.TrimSpace(s.Hooks.Named(h)) == "" {
+					missing = append(missing, "hooks."+h)
+				}
+			}
+			if len(missing) > 0 {
+				return fmt.Errorf("%s: %s on an external target needs %s in the scenario", s.Name, f.spec.Kind, strings.Join(missing, " and "))
+			}
+		}
+	}
+	return nil
+}
+
 // checkOracleHosts applies the loopback rule to http oracles, which are
 // sent requests too: every address an effects.url host resolves to must be
 // loopback unless remote targets are allowed.
@@ -149,19 +178,9 @@ func checkOracleHosts(ctx context.Context, opts OpenOptions) error {
 		if err != nil || u.Host == "" {
 			return fmt.Errorf("%s: effects.url %q: want http(s)://host[:port]/path", s.Name, s.Effects.URL)
 		}
-		if _, err := env.ResolveLoopback(ctx, opts.Resolver, netaddr.HostPort(u), "effects.url"); err != nil {
+		if _, err := netaddr.ResolveLoopback(ctx, opts.Resolver, netaddr.HostPort(u), "effects.url"); err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
 		}
 	}
 	return nil
-}
-
-// imageTargets says whether a scenario's target is a service image.
-func imageTargets(ss []*scenarios.Scenario) bool {
-	for _, s := range ss {
-		if s.Target.Image != "" {
-			return true
-		}
-	}
-	return false
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/internal/env"
+	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -30,7 +30,7 @@ func TestOpen_HTTPOracleMustBeLoopback(t *testing.T) {
 	defer srv.Close()
 	for name, c := range map[string]struct {
 		url      string
-		resolver env.Resolver
+		resolver harness.Resolver
 		want     string
 	}{
 		"a remote address":        {"http://10.0.0.9/effects", nil, "effects.url 10.0.0.9:80 is not a loopback address"},
@@ -40,15 +40,51 @@ func TestOpen_HTTPOracleMustBeLoopback(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := &scenarios.Scenario{Name: "oracle", Target: scenarios.Target{URL: srv.URL},
 				Effects: scenarios.Effects{Oracle: "http", URL: c.url}}
-			r, closeEnv, err := harness.Open(context.Background(), harness.OpenOptions{Kind: env.KindExternal, TargetURL: srv.URL,
+			r, closeEnv, err := harness.Open(context.Background(), harness.OpenOptions{Kind: harness.EnvExternal, TargetURL: srv.URL,
 				Scenarios: []*scenarios.Scenario{s}, Resolver: c.resolver})
 			if err == nil {
 				_ = closeEnv(context.Background())
 				t.Fatalf("opened (%v) with oracle %s", r != nil, c.url)
 			}
-			if !errors.Is(err, env.ErrNotLoopback) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, netaddr.ErrNotLoopback) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("%v, want ErrNotLoopback containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// The harness alone does not link the docker environment: asking for it,
+// or for a service image that only it can start, says what to import
+// instead of failing somewhere inside.
+func TestOpen_DockerNotLinkedSaysWhatToImport(t *testing.T) {
+	t.Parallel()
+	image := &scenarios.Scenario{Name: "image", Target: scenarios.Target{Image: "ordersvc:local"}}
+	for name, opts := range map[string]harness.OpenOptions{
+		"asked for":             {Kind: harness.EnvDocker},
+		"an image target, auto": {Scenarios: []*scenarios.Scenario{image}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := harness.Open(context.Background(), opts)
+			if err == nil || !strings.Contains(err.Error(), `import _ "github.com/idemchaos/idemchaos/harness/docker"`) {
+				t.Fatalf("%v, want an error naming the import", err)
+			}
+		})
+	}
+	if _, _, err := harness.Open(context.Background(), harness.OpenOptions{Kind: "k8s"}); err == nil ||
+		!strings.Contains(err.Error(), `unknown environment kind "k8s" (known: external, local)`) {
+		t.Fatalf("an unknown kind: %v", err)
+	}
+}
+
+func TestParseEnvKind_Names(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]harness.EnvKind{"": harness.EnvAuto, "auto": harness.EnvAuto, "Local": harness.EnvLocal,
+		"external": harness.EnvExternal, " docker ": harness.EnvDocker} {
+		if got, err := harness.ParseEnvKind(in); err != nil || got != want {
+			t.Errorf("ParseEnvKind(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := harness.ParseEnvKind("k8s"); err == nil || !strings.Contains(err.Error(), "want auto, local, external or docker") {
+		t.Errorf("ParseEnvKind(k8s): %v", err)
 	}
 }

@@ -354,24 +354,24 @@ func (p Plan) Describe() string {
 // Plans returns the plan of every step of s for a seed — what a run with
 // that seed would send — without starting anything (`idemchaos plan`).
 func Plans(s *scenarios.Scenario, seed int64) ([]Plan, error) {
-	steps := s.EffectiveSteps()
+	steps, err := resolveSteps(s, seed, "", nil)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Plan, 0, len(steps))
-	for i, st := range steps {
-		fs, err := buildFaults(s, i)
-		if err != nil {
-			return nil, err
-		}
-		if st.Resend && i > 0 {
-			out = append(out, resendPlan(out[i-1], seed+int64(i), fs))
-			continue
-		}
-		if cb := st.Callbacks; cb != nil {
+	var prev Plan
+	for i := range steps {
+		st := &steps[i]
+		var p Plan
+		if cb := st.callbacks; cb != nil {
+			// Known only at run time, from the orders the steps before made.
 			d := callbackDefaults(*cb)
-			out = append(out, Plan{Seed: seed + int64(i), Note: fmt.Sprintf("one %s callback (POST %s) per order created so far, each delivered %d times within %s",
-				d.Status, d.Path, d.Deliveries, d.Spread)})
-			continue
+			p = Plan{Seed: st.seed, Note: fmt.Sprintf("one %s callback (POST %s) per order created so far, each delivered %d times within %s",
+				d.Status, d.Path, d.Deliveries, d.Spread)}
+		} else {
+			p = st.draw(prev)
 		}
-		out = append(out, generatePlan(seed+int64(i), stepTraffic(s, st), requestOf(s), fs, tenantsOf(s), stepPrefix(i), ""))
+		out, prev = append(out, p), p
 	}
 	return out, nil
 }
@@ -387,11 +387,16 @@ func newBuiltFault(spec scenarios.FaultSpec, f faults.Fault) builtFault {
 // keep state while it runs.
 func buildFaults(s *scenarios.Scenario, i int) ([]builtFault, error) {
 	steps := s.EffectiveSteps()
+	return buildSpecs(steps[i].Faults, i, len(steps))
+}
+
+// buildSpecs builds the faults of step i of n from their specs.
+func buildSpecs(specs []scenarios.FaultSpec, i, n int) ([]builtFault, error) {
 	var out []builtFault
-	for _, spec := range steps[i].Faults {
+	for _, spec := range specs {
 		f, err := spec.Build()
 		if err != nil {
-			return nil, fmt.Errorf("step %d/%d: %w", i+1, len(steps), err)
+			return nil, fmt.Errorf("step %d/%d: %w", i+1, n, err)
 		}
 		out = append(out, newBuiltFault(spec, f))
 	}

@@ -3,23 +3,20 @@ package harness
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 
-	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/harness/driver"
-	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/ctxwait"
-	"github.com/idemchaos/idemchaos/scenarios"
 )
 
-// runStep sends one plan with its faults: timed faults on their own clocks,
-// aimed faults through the router. Faults that last "until the step ends"
-// stay until the returned stop is called — after the effects were read, so
-// that a consumer that only reaches its crash point while draining the queue
-// still crashes and comes back.
-func (r *Runner) runStep(ctx context.Context, w *world, t *target, tr scenarios.Traffic, s *scenarios.Scenario, plan Plan, fs []builtFault) (driver.Stats, func() error, error) {
+// sendStep sends one step's plan with its faults: timed faults on their own
+// clocks, aimed faults through the router. Faults that last "until the step
+// ends" stay until the returned stop is called — after the effects were
+// read, so that a consumer that only reaches its crash point while draining
+// the queue still crashes and comes back.
+func sendStep(ctx context.Context, w *world, st *stepPlan, plan Plan) (driver.Stats, func() error, error) {
+	fs := st.faults
 	fctx, cancelFaults := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(plan.Timed))
@@ -71,19 +68,9 @@ func (r *Runner) runStep(ctx context.Context, w *world, t *target, tr scenarios.
 			}
 		}()
 	}
-	cfg := driver.Config{
-		BaseURL: t.clientURL, Tokens: t.tokens, KeyHeader: s.Endpoint.KeyHeader, Template: requestOf(s).tmpl,
-		Concurrency: tr.Concurrency, MaxRequests: tr.MaxRequests, Deadline: tr.Deadline, Timeout: tr.Timeout,
-		Model: driver.Model(tr.Client), InFlightStatus: inFlightStatus(s),
-		Retry: driver.RetryPolicy{MaxAttempts: tr.Retry.MaxAttempts, Base: tr.Retry.Base, Max: tr.Retry.Max, MaxRetryAfter: tr.Retry.MaxRetryAfter, Budget: tr.Retry.Budget},
-		Seed:  plan.Seed, Recorder: w.rec, Router: router{w: w, faults: fs},
-		DecisionBound: decisionBound(s), Settled: pending.settled,
-	}
-	if s.Target.Reference != nil {
-		// The reference stores the intent on its orders, so its effects
-		// carry ground truth (another service just ignores the header).
-		cfg.IntentHeader = "X-Intent-ID"
-	}
+	cfg := st.driver
+	cfg.BaseURL, cfg.Seed, cfg.Recorder, cfg.Router = w.t.ClientURL, plan.Seed, w.rec, router{w: w, faults: fs}
+	cfg.Settled = pending.settled // an overdue key is asked no more once nothing can heal
 	stats, err := driver.Run(ctx, cfg, plan.Intents)
 	hctx := context.WithoutCancel(ctx)
 	for _, f := range fs {
@@ -138,60 +125,4 @@ func (r router) Route(ctx context.Context, a driver.AttemptInfo) (driver.Route, 
 		return driver.Route{}, fmt.Errorf("fault %s could not route op %d: %w", r.faults[i].spec.Kind, a.Op, err)
 	}
 	return driver.Route{BaseURL: rt.BaseURL, Fresh: rt.Fresh, Done: rt.Done}, nil
-}
-
-func inFlightStatus(s *scenarios.Scenario) int {
-	if p, err := s.Profile(); err == nil && p.InFlight != 0 {
-		return p.InFlight
-	}
-	return 409
-}
-
-// checkerFor builds the scenario's invariants and how the history must be
-// loaded for them: the headers they name, and every response header a
-// replay must repeat (all but the contract's ignore list).
-func checkerFor(s *scenarios.Scenario) (checkers.Checker, history.LoadOptions, error) {
-	contract, err := s.CheckerContract()
-	if err != nil {
-		return nil, history.LoadOptions{}, err
-	}
-	c, err := s.Checker()
-	return c, contract.LoadOptions(), err
-}
-
-// stepTraffic is the traffic of a step: the loader already merged the
-// step's overrides into it.
-func stepTraffic(s *scenarios.Scenario, st scenarios.Step) scenarios.Traffic {
-	if st.Traffic != nil {
-		return *st.Traffic
-	}
-	return s.Traffic
-}
-
-// tenantsOf lists the scenario's tenants: the token map's, else t1..tN.
-func tenantsOf(s *scenarios.Scenario) []string {
-	if len(s.Endpoint.Tokens) > 0 {
-		out := make([]string, 0, len(s.Endpoint.Tokens))
-		for tn := range s.Endpoint.Tokens {
-			out = append(out, tn)
-		}
-		sort.Strings(out)
-		if n := s.Traffic.Tenants; n > 0 && n < len(out) {
-			out = out[:n]
-		}
-		return out
-	}
-	// No tokens (the tenant lives in a header, the query, the path or the
-	// body): t1..tN, N the most tenants any step asks for.
-	n := max(s.Traffic.Tenants, 1)
-	for _, st := range s.Steps {
-		if st.Traffic != nil {
-			n = max(n, st.Traffic.Tenants)
-		}
-	}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("t%d", i+1)
-	}
-	return out
 }

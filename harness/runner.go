@@ -2,12 +2,8 @@ package harness
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,12 +11,9 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/harness/driver"
-	"github.com/idemchaos/idemchaos/harness/oracle"
+	"github.com/idemchaos/idemchaos/harness/internal/sut"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/ctxwait"
-	"github.com/idemchaos/idemchaos/internal/env"
-	"github.com/idemchaos/idemchaos/internal/proxy"
-	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -29,18 +22,16 @@ import (
 // could not be read. They are environment errors, not verdicts.
 var ErrSetup = errors.New("run setup")
 
-// Runner runs scenarios in one environment.
+// Runner runs scenarios in one environment; [Open] starts it.
 type Runner struct {
-	// Local runs reference targets; External runs url targets.
-	Local    *env.Local
-	External *env.External
-	// Docker runs reference and image targets in containers.
-	Docker *DockerEnv
 	// HistoryDir keeps one history file per run ("" = the system temp dir).
 	HistoryDir string
 	// OnEvent sees every event recorded (progress displays). Must not block.
 	OnEvent func(*history.Event)
-	_       struct{}
+
+	env  sut.Environment
+	kind EnvKind
+	_    struct{}
 }
 
 // RunOptions say how to run one scenario.
@@ -131,168 +122,47 @@ func (o *Outcome) Caught() []string {
 	return out
 }
 
-// Run runs the scenario once: start the target, then each step's plan with
-// its faults, then read the effects and check. The history file is kept
-// whatever happens, including when ctx is cancelled.
+// Run runs the scenario once: resolve every step before anything starts,
+// start the target, then send each step's plan with its faults, read the
+// effects and check. The history file is kept whatever happens, including
+// when ctx is cancelled.
 func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions) (*Outcome, error) {
 	start := time.Now()
-	mutant := ""
-	if s.Target.Reference != nil {
-		mutant = s.Target.Reference.Mutant
-	}
-	switch opts.Mutant {
-	case "":
-	case CorrectService:
-		mutant = ""
-	default:
-		mutant = opts.Mutant
-	}
-	out := &Outcome{Scenario: s, Seed: opts.Seed, Mutant: mutant, Invocation: opts.Invocation}
-	if r.Docker != nil && out.Invocation.Env == "" && s.Target.Image == "" {
-		out.Invocation.Env = string(EnvDocker) // an image target picks docker by itself
-	}
-	steps := s.EffectiveSteps()
-	built := make([][]builtFault, len(steps))
-	for i := range steps {
-		fs, err := buildFaults(s, i)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
-		}
-		built[i] = fs
-	}
-	t, err := r.startTarget(ctx, s, mutant)
+	rp, err := r.resolve(s, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	defer t.close(context.WithoutCancel(ctx))
-
-	path, f, err := r.historyFile(s, opts)
+	out := &Outcome{Scenario: s, Seed: opts.Seed, Mutant: rp.mutant, Invocation: rp.invocation}
+	t, err := r.env.StartTarget(ctx, rp.target)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	defer f.Close()
-	out.HistoryPath = path
-	ora := oracleFor(s, t.dsn, t.hasConsumer())
-	begun := time.Now()
-	contract, err := s.CheckerContract()
+	defer t.Close(context.WithoutCancel(ctx))
+	ses, err := r.openSession(rp, t, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	meta, err := writeMeta(f, s.Name, opts.Seed, begun, contract.Meta(), ora != nil)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
-	}
-	rec := driver.NewRecorderAt(history.NewWriter(f), begun)
-	if r.OnEvent != nil {
-		rec.OnEvent(r.OnEvent)
-	}
-	defer rec.Flush()
-	// A run cut short leaves a partial history: it says so, so that a
-	// later check reads unknown, never a violation.
-	defer func() {
-		if ctx.Err() != nil {
-			_ = rec.Interrupted(context.Cause(ctx).Error())
-		}
-	}()
-	// Flush as the run goes, so the file can be followed while it runs and
-	// a run killed outright still leaves most of its history.
-	flushDone := make(chan struct{})
-	defer close(flushDone)
-	go func() {
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-flushDone:
-				return
-			case <-t.C:
-				_ = rec.Flush()
-			}
-		}
-	}()
-	w := &world{proxies: r.proxies(), t: t, hooks: s.Hooks, rec: rec, rng: newLockedRand(opts.Seed)}
-	if sb := r.standby(); sb != nil && s.Target.Reference != nil {
-		w.standby = sb
-	}
-	recorded := map[string]bool{}
-	named, err := newAcks(s.Effects.ResponseID)
-	if err != nil {
-		return nil, fmt.Errorf("%w: effects.response_id: %w", ErrSetup, err)
-	}
-	if named != nil {
-		rec.OnEvent(named.event)
-	}
-	checker, loadOpts, err := checkerFor(s)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
-	}
-	// A user's service remembers every key it ever saw: keys carry the
-	// scenario's name and a nonce of this run, so neither another scenario
-	// nor an earlier run can collide with them. The reference starts from an
-	// empty database every run, so its keys stay the same for a seed.
-	keyPrefix := ""
-	if s.Target.Reference == nil {
-		keyPrefix = fmt.Sprintf("%s-%s-", s.Name, runNonce())
-	}
+	defer ses.close(ctx)
+	out.HistoryPath = ses.path
 	var prev Plan
-	for i, st := range steps {
-		if st.Wait > 0 && !ctxwait.Sleep(ctx, st.Wait) {
+	for i := range rp.steps {
+		st := &rp.steps[i]
+		if st.wait > 0 && !ctxwait.Sleep(ctx, st.wait) {
 			break
 		}
-		tr := stepTraffic(s, st)
-		plan, ok := opts.Plans[i]
-		switch {
-		case ok:
-		case st.Callbacks != nil:
-			if err := rec.Flush(); err != nil {
-				return out, err
-			}
-			if plan, err = callbackPlan(path, s.Endpoint.Path, *st.Callbacks, opts.Seed+int64(i)); err != nil {
-				return out, fmt.Errorf("%w: %w", ErrSetup, err)
-			}
-			plan = withFaults(plan, built[i])
-		case st.Resend && i > 0:
-			plan = resendPlan(prev, opts.Seed+int64(i), built[i])
-		default:
-			plan = generatePlan(opts.Seed+int64(i), tr, requestOf(s), built[i], tenantsOf(s), stepPrefix(i), keyPrefix)
+		plan, err := ses.plan(st, prev)
+		if err != nil {
+			return out, err
 		}
 		prev = plan
-		t.tokens = withProvider(s.Endpoint.Tokens, st.Callbacks)
-		// Until this step's effects are read, the history says they are
-		// not: a run interrupted now keeps a history that cannot be judged
-		// on effects, rather than one that claims none were made.
-		if err := meta.set(false); err != nil {
-			return out, err
-		}
-		stats, stopFaults, err := r.runStep(ctx, w, t, tr, s, plan, built[i])
+		stats, h, err := ses.step(ctx, st, plan)
 		out.Requests += stats.Requests
-		so := StepOutcome{Name: st.Name, Expect: expectOf(st), Plan: plan, Stats: stats}
-		if err == nil {
-			err = recordEffects(ctx, ora, rec, recorded, named)
-		}
-		if err == nil && ctx.Err() == nil {
-			if err = rec.Flush(); err == nil {
-				err = meta.set(true)
-			}
-		}
-		if ferr := stopFaults(); err == nil {
-			err = ferr
-		}
-		if err != nil {
-			if !errors.Is(err, ErrSetup) {
-				err = fmt.Errorf("%w: %w", ErrSetup, err)
-			}
-			return out, err
-		}
-		if err := rec.Flush(); err != nil {
-			return out, err
-		}
-		h, err := loadHistory(path, loadOpts)
 		if err != nil {
 			return out, err
 		}
 		out.History = h
-		so.Result = checker.Check(h, h.Effects)
+		so := StepOutcome{Name: st.name, Expect: st.expect, Plan: plan, Stats: stats}
+		so.Result = rp.checker.Check(h, h.Effects)
 		if why := nothingSucceeded(h); why != "" && so.Result.Verdict == checkers.Pass {
 			// Every check passes vacuously when nothing executed: a wrong
 			// path, body or token must not read as a clean service.
@@ -302,7 +172,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 			// Attempts the budget stopped were never judged: a pass on
 			// the part that ran would claim more than the run knows.
 			so.Result.Verdict, so.Result.Reason = checkers.Unknown, fmt.Sprintf(
-				"the request budget ran out (max_requests %d) before every intent was sent and retried; raise traffic.max_requests", tr.MaxRequests)
+				"the request budget ran out (max_requests %d) before every intent was sent and retried; raise traffic.max_requests", st.traffic.MaxRequests)
 		}
 		so.Met = expectationMet(so.Expect, so.Result)
 		out.Steps = append(out.Steps, so)
@@ -312,129 +182,6 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	}
 	out.Elapsed = time.Since(start)
 	return out, ctx.Err()
-}
-
-func (r *Runner) proxies() proxy.Server {
-	switch {
-	case r.Local != nil:
-		return r.Local.Proxies()
-	case r.Docker != nil:
-		return r.Docker.env.Proxies()
-	}
-	return r.External.Proxies()
-}
-
-// standby is the environment's standby, or nil (never a typed nil).
-func (r *Runner) standby() replicaDelayer {
-	switch {
-	case r.Local != nil && r.Local.Standby() != nil:
-		return r.Local.Standby()
-	case r.Docker != nil && r.Docker.env.Standby() != nil:
-		return r.Docker.env
-	}
-	return nil
-}
-
-func (r *Runner) startTarget(ctx context.Context, s *scenarios.Scenario, mutant string) (*target, error) {
-	tokens := s.Endpoint.Tokens
-	if r.Docker != nil {
-		return r.Docker.startTarget(ctx, s, mutant, tokens)
-	}
-	if s.Target.Reference != nil {
-		if r.Local == nil {
-			return nil, errors.New("a reference target needs the local environment")
-		}
-		return startReference(ctx, r.Local, *s.Target.Reference, mutant, tokens)
-	}
-	if r.External == nil {
-		return nil, errors.New("a url target needs the external environment")
-	}
-	return startExternal(r.External, &s.Target, s.Effects.DSN, tokens), nil
-}
-
-// oracleFor is the one place an effect oracle is made from a scenario:
-// the reference's reads its database (dsn), waiting for its consumer to
-// drain the queue when one runs; sql and http read the user's service.
-// nil: the scenario reads no effects.
-func oracleFor(s *scenarios.Scenario, dsn string, consumer bool) oracle.Oracle {
-	switch s.Effects.Oracle {
-	case "reference":
-		drain := time.Duration(0)
-		if consumer && s.Target.Reference != nil {
-			drain = 10*time.Second + s.Target.Reference.VisibilityTimeout
-		}
-		return oracle.Reference(dsn, drain)
-	case "sql":
-		if s.Effects.DSN == "" {
-			return oracle.SQL(dsn, s.Effects.Query) // an image target's own database
-		}
-		return oracle.SQL(s.Effects.DSN, s.Effects.Query)
-	case "http":
-		return oracle.HTTP(s.Effects.URL, s.Effects.Items, s.Effects.Tenant, s.Effects.Key, s.Effects.ID)
-	}
-	return nil
-}
-
-func (r *Runner) historyFile(s *scenarios.Scenario, opts RunOptions) (string, *os.File, error) {
-	if opts.HistoryPath != "" {
-		f, err := os.Create(opts.HistoryPath)
-		return opts.HistoryPath, f, err
-	}
-	dir := r.HistoryDir
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, err
-	}
-	name := strings.NewReplacer("/", "_", " ", "_").Replace(s.Name)
-	f, err := os.CreateTemp(dir, fmt.Sprintf("%s-seed%d-*.jsonl", name, opts.Seed))
-	if err != nil {
-		return "", nil, err
-	}
-	return filepath.Clean(f.Name()), f, nil
-}
-
-func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder, seen map[string]bool, named *acks) error {
-	if ora == nil {
-		return nil
-	}
-	fx, err := ora.Effects(ctx)
-	if err != nil {
-		return err
-	}
-	for _, e := range fx {
-		// An effect is one (tenant, id): services number orders per tenant,
-		// so the same id under two tenants is two effects.
-		id := e.Tenant + "\x00" + e.ID
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		if e.Intent == "" {
-			e.Intent = named.intentOf(e.Tenant, e.ID)
-		}
-		if err := rec.Effect(e.Tenant, e.Key, e.Intent, e.ID, e.Kind); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func loadHistory(path string, opts history.LoadOptions) (*history.History, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return history.Load(f, opts)
-}
-
-func expectOf(st scenarios.Step) string {
-	if st.Expect == "" {
-		return "clean"
-	}
-	return st.Expect
 }
 
 // expectationMet: "clean" wants no violation and no unknown; an invariant
@@ -449,20 +196,6 @@ func expectationMet(expect string, r checkers.Result) bool {
 		}
 	}
 	return false
-}
-
-func stepPrefix(i int) string {
-	if i == 0 {
-		return ""
-	}
-	return fmt.Sprintf("s%d", i+1)
-}
-
-// runNonce is a short random tag for one run against a user's service.
-func runNonce() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // nothingSucceeded explains a history in which no attempt got a 2xx, or
@@ -493,20 +226,4 @@ func nothingSucceeded(h *history.History) string {
 		parts[i] = fmt.Sprintf("%d× %s", statuses[k], k)
 	}
 	return fmt.Sprintf("no request succeeded (%s), so nothing was judged: check the endpoint's path, body and tokens", strings.Join(parts, ", "))
-}
-
-// LookupMutant returns the reference's mutant of that name; "" and
-// [CorrectService] are the correct service (a zero Mutant). An unknown name
-// is an error that suggests the closest one.
-func LookupMutant(name string) (reference.Mutant, error) {
-	if name == CorrectService {
-		name = ""
-	}
-	return reference.LookupMutant(name)
-}
-
-// CheckMutant refuses an unknown mutant name before anything starts.
-func CheckMutant(name string) error {
-	_, err := LookupMutant(name)
-	return err
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/harness/driver"
+	"github.com/idemchaos/idemchaos/harness/internal/sut"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/pgcluster"
 	"github.com/idemchaos/idemchaos/internal/proc"
@@ -28,8 +29,8 @@ import (
 // the environment's proxies, the target's processes and the recorder.
 type world struct {
 	proxies proxy.Server
-	t       *target
-	standby replicaDelayer
+	t       *sut.Target
+	standby sut.ReplicaDelayer
 	hooks   scenarios.Hooks
 	rec     *driver.Recorder
 	rng     *lockedRand
@@ -54,20 +55,14 @@ const upWait = 60 * time.Second
 
 var _ faults.World = (*world)(nil)
 
-// replicaDelayer is a standby whose apply delay can change at run time
-// (the local one, or the docker environment's).
-type replicaDelayer interface {
-	SetApplyDelay(ctx context.Context, d time.Duration) error
-}
-
-var _ replicaDelayer = (*pgcluster.Standby)(nil)
+var _ sut.ReplicaDelayer = (*pgcluster.Standby)(nil)
 
 func (w *world) link(l faults.Link) (string, error) {
 	switch {
 	case l == faults.ServiceLink:
-		return w.t.svcProxy, nil
-	case l == faults.DatabaseLink && w.t.dbProxy != "":
-		return w.t.dbProxy, nil
+		return w.t.ServiceProxy, nil
+	case l == faults.DatabaseLink && w.t.DatabaseProxy != "":
+		return w.t.DatabaseProxy, nil
 	}
 	return "", fmt.Errorf("%w: no %s link (for an external service, give the database address so the harness can proxy it)", faults.ErrUnsupported, l)
 }
@@ -100,14 +95,14 @@ func (w *world) PrivatePath(ctx context.Context, l faults.Link, toxics ...faults
 	if l != faults.ServiceLink {
 		return "", nil, fmt.Errorf("%w: private paths exist for the service link only", faults.ErrUnsupported)
 	}
-	u, err := url.Parse(w.t.serviceURL)
+	u, err := url.Parse(w.t.ServiceURL)
 	if err != nil {
 		return "", nil, err
 	}
-	name := fmt.Sprintf("%s-p%d", w.t.svcProxy, w.paths.Add(1))
+	name := fmt.Sprintf("%s-p%d", w.t.ServiceProxy, w.paths.Add(1))
 	upstream := u.Host
-	if w.t.upstream != "" {
-		upstream = w.t.upstream
+	if w.t.Upstream != "" {
+		upstream = w.t.Upstream
 	}
 	addr, err := w.proxies.CreateProxy(ctx, name, "", upstream)
 	if err != nil {
@@ -122,7 +117,7 @@ func (w *world) PrivatePath(ctx context.Context, l faults.Link, toxics ...faults
 	return addr, func(ctx context.Context) error { return w.proxies.RemoveProxy(ctx, name) }, nil
 }
 
-func (w *world) ServiceURL() string { return w.t.serviceURL }
+func (w *world) ServiceURL() string { return w.t.ServiceURL }
 
 func (w *world) Process(name string) faults.Process {
 	w.procMu.Lock()
@@ -130,27 +125,22 @@ func (w *world) Process(name string) faults.Process {
 	if p, ok := w.procs[name]; ok {
 		return p
 	}
-	if p, ok := w.t.procs[name]; ok {
-		// The environment's own handle (a container): already shared.
+	if p, ok := w.t.Processes[name]; ok {
+		// The environment's own handle (a child, a container): already
+		// shared.
 		return p
 	}
-	var sp *proc.Process
 	var kill, restart string
 	switch name {
 	case "service":
-		sp, kill, restart = w.t.service, w.hooks.Kill, w.hooks.Restart
+		kill, restart = w.hooks.Kill, w.hooks.Restart
 	case "consumer":
-		sp, kill, restart = w.t.consumer, w.hooks.KillConsumer, w.hooks.RestartConsumer
+		kill, restart = w.hooks.KillConsumer, w.hooks.RestartConsumer
 	}
-	var p faults.Process
-	switch {
-	case sp != nil:
-		p = supervised{sp}
-	case kill != "" && restart != "":
-		p = newHooked(name, kill, restart)
-	default:
+	if kill == "" || restart == "" {
 		return nil
 	}
+	p := newHooked(name, kill, restart)
 	if w.procs == nil {
 		w.procs = map[string]faults.Process{}
 	}
@@ -159,7 +149,7 @@ func (w *world) Process(name string) faults.Process {
 }
 
 func (w *world) Failpoint(ctx context.Context, process, point, action string, count int) error {
-	base, ok := w.t.debugURL[process]
+	base, ok := w.t.DebugURLs[process]
 	if !ok {
 		if h, isHooked := w.Process(process).(*hooked); isHooked && (action == "crash" || action == "off") {
 			return w.armHooked(h, point, action)
@@ -197,9 +187,9 @@ func (w *world) Failpoint(ctx context.Context, process, point, action string, co
 func (w *world) Purge(ctx context.Context) error {
 	var purge func(context.Context) error
 	switch {
-	case w.t.debugURL["service"] != "":
+	case w.t.DebugURLs["service"] != "":
 		purge = func(ctx context.Context) error {
-			return debugCall(ctx, http.MethodPost, w.t.debugURL["service"]+"/debug/purge")
+			return debugCall(ctx, http.MethodPost, w.t.DebugURLs["service"]+"/debug/purge")
 		}
 	case w.hooks.Purge != "":
 		purge = func(ctx context.Context) error { return runHook(ctx, w.hooks.Purge, nil) }
@@ -274,6 +264,11 @@ func (w *world) Record(kind, action string, op int64, detail any) {
 }
 
 func (w *world) Rand() *rand.Rand { return rand.New(w.rng) }
+
+// debugClient talks to failpoint and purge endpoints: loopback, short.
+// No keep-alive: services come and go on reused ports, and a POST on a
+// stale pooled connection to a dead one fails instead of reaching the new.
+var debugClient = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: 10 * time.Second}
 
 func debugCall(ctx context.Context, method, u string) error {
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)

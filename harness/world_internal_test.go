@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/faults"
+	"github.com/idemchaos/idemchaos/harness/internal/sut"
 )
 
 // neverDies is a process that stays up: the arming's answer was lost and
@@ -25,7 +26,7 @@ func TestWorld_CrashArmingWaitEndsWithTheContext(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
 	defer srv.Close()
-	w := &world{t: &target{debugURL: map[string]string{"service": srv.URL}},
+	w := &world{t: &sut.Target{DebugURLs: map[string]string{"service": srv.URL}},
 		procs: map[string]faults.Process{"service": neverDies{}}, deadGrace: time.Hour}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/leftover"
 )
 
 // Exit codes, in Jepsen's spirit (DESIGN §9).
@@ -16,12 +18,16 @@ const (
 	ExitViolation    = 1   // a violation was found
 	ExitInconclusive = 2   // unknown verdicts, no violation
 	ExitUsage        = 3   // usage, configuration, input or environment error
-	ExitInterrupted  = 130 // Ctrl-C or SIGTERM: 128 + SIGINT, as a shell reports it
+	ExitInterrupted  = 130 // Ctrl-C, SIGTERM or SIGHUP: 128 + SIGINT, as a shell reports it
 )
 
 // signalStops annotates a command that a signal ends normally (a server):
 // it is not interrupted by one.
 const signalStops = "idemchaos/signal-stops"
+
+// sweepsItself annotates the command that removes what dead runs left
+// and reports it: the sweep before every command leaves it its work.
+const sweepsItself = "idemchaos/sweeps-itself"
 
 // errInterrupted is how every command ends when a signal cut it short,
 // whatever it was doing: an error it met on the way out (a start-up cut off
@@ -111,6 +117,14 @@ configuration or environment error, 130 interrupted (processes stopped, temp
 dirs removed, the partial history kept).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// What runs killed outright left goes at the next command of any
+		// kind (cleanup sweeps, and reports, itself). A sweep that fails
+		// stops nothing: the next one, or cleanup, says why.
+		PersistentPreRun: func(c *cobra.Command, _ []string) {
+			if c.Annotations[sweepsItself] == "" {
+				_, _ = leftover.Sweep(c.Context())
+			}
+		},
 	}
 	root.AddCommand(m.checkCmd(), m.versionCmd())
 	for _, c := range m.extraCmds() {

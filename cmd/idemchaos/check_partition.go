@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemchaos/idemchaos/checkers"
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/leftover"
 	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/partcheck"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/report"
@@ -75,8 +76,15 @@ func checkPartitioned(ctx context.Context, name string, contract checkers.Contra
 	if os.Getenv("GOMEMLIMIT") == "" {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(partitionedMemory))
 	}
+	// The partition files go to a scratch directory that the next command
+	// removes should this one be killed outright.
+	scratch, err := leftover.NewScratch(ctx)
+	if err != nil {
+		return report.Run{}, nil, err
+	}
+	defer scratch.Close()
 	share, err := partcheck.Check(name, partcheck.Options{
-		Partitions: n, Only: only, Contract: contract, Names: f.invariants, MaxTime: f.maxTime, Context: ctx,
+		Partitions: n, Only: only, Contract: contract, Names: f.invariants, MaxTime: f.maxTime, Context: ctx, Dir: scratch.Dir(),
 	})
 	if err != nil {
 		return report.Run{}, nil, historyError(name, err)

@@ -43,7 +43,7 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, n := range mutants {
-				if err := harness.CheckMutant(n); err != nil {
+				if err := checkMutant(n); err != nil {
 					return usageError(err)
 				}
 			}
@@ -65,7 +65,7 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 				return usageError(fmt.Errorf("--env %s: demo runs the reference itself, so only local or docker", envKind))
 			}
 			ctx := cmd.Context()
-			r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: kind, Mutants: harness.MatrixMutants(mutants), Scenarios: suite,
+			r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: kind, Mutants: matrixMutants(mutants), Scenarios: suite,
 				PGImage: images.pg, ToxiproxyImage: images.toxiproxy, ReferenceImage: images.reference})
 			if err != nil {
 				return usageError(err)
@@ -104,7 +104,11 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 			if err != nil {
 				if errors.Is(err, context.Canceled) {
 					if o := lastRun(matrix); o != nil && !finished[o] && o.HistoryPath != "" {
-						fmt.Fprintf(cmd.ErrOrStderr(), "partial history kept: %s\n", o.HistoryPath)
+						var done []*harness.Outcome
+						for r := range finished {
+							done = append(done, r)
+						}
+						out.reportCutShort(cmd.ErrOrStderr(), "partial history kept", done, o.HistoryPath, true)
 					}
 					return errInterrupted()
 				}

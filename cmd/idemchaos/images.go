@@ -30,7 +30,10 @@ func (m *Main) imagesCmd() *cobra.Command {
 
 Each is also tagged with the hash of its contents, so a rebuild from the same inputs is
 free. --env docker uses postgres:16 and ghcr.io/shopify/toxiproxy when they are present,
-and these local images otherwise (or pass --pg-image / --toxiproxy-image).
+and these local images otherwise (or pass --pg-image / --toxiproxy-image); when neither
+is present it builds the local ones itself first, saying so. The build's temporary
+files (go build's work directory included) live in a run directory that the next
+idemchaos command removes should the build be killed.
 Building toxiproxy-server (and the reference, when this binary is not static) needs the
 Go toolchain.`,
 		Args: cobra.NoArgs,

@@ -56,7 +56,12 @@ func buildCLI(t *testing.T) string {
 
 func startCLI(t *testing.T, args ...string) *cli {
 	t.Helper()
-	bin := buildCLI(t)
+	return startBin(t, buildCLI(t), args...)
+}
+
+// startBin is startCLI with a binary already built.
+func startBin(t *testing.T, bin string, args ...string) *cli {
+	t.Helper()
 	tmp := t.TempDir()
 	c := &cli{cmd: exec.Command(bin, args...), done: make(chan struct{}), histories: filepath.Join(tmp, "idemchaos-histories"), seen: map[int]string{}}
 	c.cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
@@ -77,7 +82,13 @@ func startCLI(t *testing.T, args ...string) *cli {
 // fails the test if the binary exits first or 60s pass.
 func (c *cli) waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	c.waitWithin(t, 60*time.Second, what, cond)
+}
+
+// waitWithin is waitUntil with another bound.
+func (c *cli) waitWithin(t *testing.T, bound time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
 	for {
 		c.record()
 		if cond() {
@@ -89,7 +100,7 @@ func (c *cli) waitUntil(t *testing.T, what string, cond func() bool) {
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 60s\nstderr:\n%s", what, c.stderr.String())
+			t.Fatalf("no %s within %s\nstderr:\n%s", what, bound, c.stderr.String())
 		}
 	}
 }
@@ -249,15 +260,20 @@ func TestInterrupt_DuringReRun(t *testing.T) {
 	assertPartial(t, partial[1])
 }
 
-// Ctrl-C during demo: 130, and the partial history it kept is named.
+// Ctrl-C during demo: 130, and the partial history it kept is named, in
+// the --history directory.
 func TestInterrupt_DuringDemo(t *testing.T) {
-	c := startCLI(t, "demo")
+	out := filepath.Join(t.TempDir(), "histories")
+	c := startCLI(t, "demo", "--history", out)
 	c.waitUntil(t, "traffic", func() bool { return len(c.historiesWithInvoke()) >= 1 })
 	code := c.interrupt(t)
 	assertInterrupted(t, c, code)
 	m := regexp.MustCompile(`partial history kept: (\S+)`).FindStringSubmatch(c.stderr.String())
 	if m == nil {
 		t.Fatalf("no partial history named\nstderr:\n%s", c.stderr.String())
+	}
+	if filepath.Dir(m[1]) != out {
+		t.Fatalf("partial history kept at %s, want it in --history %s", m[1], out)
 	}
 	assertPartial(t, m[1])
 }

@@ -9,13 +9,16 @@ import (
 	"syscall"
 
 	"github.com/idemchaos/idemchaos/harness"
+	// The docker environment (--env docker) registers itself; only the
+	// command links the Docker SDK, never a user's test of the harness.
+	_ "github.com/idemchaos/idemchaos/harness/docker"
 )
 
 func main() {
 	// A copy of this binary started by the harness serves as the reference
 	// service or its consumer.
 	harness.MaybeChild()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	m := NewMain()
 	os.Exit(m.Exit(m.Run(ctx, os.Args[1:])))

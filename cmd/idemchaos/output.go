@@ -202,11 +202,3 @@ func keepHistories(dst string, outcomes []*harness.Outcome, runs []report.Run, d
 	}
 	return nil
 }
-
-func copyFile(src, dst string) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(dst, b, 0o644)
-}

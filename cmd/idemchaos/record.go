@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/recorder"
-	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/scenarios"
@@ -54,9 +53,11 @@ response back (a timeout, a reset) is "info": it may have executed.
 The headers named by --redact, and body fields of those names in JSON and form
 bodies, are written as "[redacted]"; clients and the upstream see the real values.
 
-Ctrl-C stops accepting, lets requests in flight finish, flushes and closes the
-history, prints its path and exits 130. The upstream and the listen address must
-be loopback unless --allow-remote.`,
+Ctrl-C (or SIGTERM, SIGHUP) stops accepting, lets requests in flight finish, closes
+the history, prints its path and exits 130. A request is forwarded only once its line
+is in the file; when a write fails (a full disk) record stops at once, forwards
+nothing more, and exits 3 counting the attempts the file holds. The upstream and the
+listen address must be loopback unless --allow-remote.`,
 		Example: `  idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history clicks.jsonl
   idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history run.jsonl -s my-api.yaml
   idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history run.jsonl --tenant-header X-Tenant-ID --redact Authorization,card_number`,
@@ -93,14 +94,15 @@ func (m *Main) runRecord(cmd *cobra.Command, f recordFlags) error {
 	if !f.allowRemote {
 		// run's rule: every address a name resolves to must be loopback,
 		// and traffic goes to the address checked, not to a later lookup.
-		addr, err := harness.ResolveLoopback(cmd.Context(), netaddr.HostPort(up), "--upstream")
+		addrs, err := netaddr.ResolveLoopback(cmd.Context(), nil, netaddr.HostPort(up), "--upstream")
 		if err != nil {
 			return usageError(fmt.Errorf("record: %w", err))
 		}
-		up = &url.URL{Scheme: up.Scheme, Host: addr, Path: up.Path}
-		if listen, err = harness.ResolveLoopback(cmd.Context(), f.listen, "--listen"); err != nil {
+		up = &url.URL{Scheme: up.Scheme, Host: addrs[0], Path: up.Path}
+		if addrs, err = netaddr.ResolveLoopback(cmd.Context(), nil, f.listen, "--listen"); err != nil {
 			return usageError(fmt.Errorf("record: %w", err))
 		}
+		listen = addrs[0]
 	}
 	opts := recorder.Options{Upstream: up, Host: host, KeyHeader: f.keyHeader, Redact: f.redact, Timeout: f.timeout, Scenario: "recording"}
 	if f.scenario != "" {
@@ -128,50 +130,83 @@ func (m *Main) runRecord(cmd *cobra.Command, f recordFlags) error {
 		ln.Close()
 		return usageError(fmt.Errorf("record: %w", err))
 	}
-	w := history.NewWriter(file)
+	lines := &lineFile{f: file}
+	w := history.NewWriter(lines)
+	started := time.Now()
 	rec, err := recorder.New(w, opts)
 	if err != nil {
 		ln.Close()
 		file.Close()
-		return usageError(err)
+		return usageError(fmt.Errorf("record: %w", err))
 	}
 	srv := &http.Server{Handler: rec, ReadHeaderTimeout: 10 * time.Second}
 	errw := cmd.ErrOrStderr()
 	fmt.Fprintf(errw, "recording on http://%s → %s, history %s (Ctrl-C to stop)\n", ln.Addr(), up, f.historyFile)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	// A flush every second, so a history read while recording (or after a
-	// SIGKILL) holds all but the last second.
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	// Every event is in the file as soon as it is written (the recorder
+	// flushes each), so a history read while recording, or after a
+	// SIGKILL, holds everything up to the last line.
 	var serveErr error
-loop:
-	for {
-		select {
-		case <-cmd.Context().Done():
-			break loop
-		case serveErr = <-served:
-			break loop
-		case <-tick.C:
-			_ = rec.Flush()
-		}
+	select {
+	case <-cmd.Context().Done():
+	case serveErr = <-served:
+	case <-rec.Failed():
 	}
 	// Requests in flight finish and are recorded before the file closes.
 	shutdown, cancel := context.WithTimeout(context.Background(), f.timeout+time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
 	ferr := rec.Flush()
+	if ferr != nil {
+		// The file ends where its last whole line does, with the marker
+		// that makes every verdict on it unknown when there is room for
+		// it: the recording was cut short, not ended.
+		lines.seal(history.AppendEvent(nil, &history.Event{Type: history.TypeInterrupted,
+			NS: max(int64(time.Since(started)), 1), Error: "recording stopped: " + ferr.Error()}))
+	}
 	if cerr := file.Close(); ferr == nil {
 		ferr = cerr
 	}
 	ok, info, fail := rec.Stats()
 	fmt.Fprintf(errw, "history %s: %d attempts (%d ok, %d info, %d fail)\n", f.historyFile, ok+info+fail, ok, info, fail)
+	if lost := rec.Forwarded() - (ok + info + fail); ferr != nil && lost > 0 {
+		fmt.Fprintf(errw, "%d more were forwarded to the upstream whose outcome is not in the history\n", lost)
+	}
 	if ferr != nil {
-		return usageError(fmt.Errorf("record: %w", ferr))
+		return usageError(fmt.Errorf("record: stopped: %w", ferr))
 	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return usageError(fmt.Errorf("record: %w", serveErr))
 	}
 	fmt.Fprintf(errw, "check it: idemchaos check --effects SCENARIO.yaml %s\n", f.historyFile)
 	return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("interrupted: history kept: %s", f.historyFile)}
+}
+
+// lineFile is the history file, counting the bytes of whole writes. The
+// recorder flushes every event with one write, so the count always ends
+// on a line: after a failed write, the file is cut back to it.
+type lineFile struct {
+	f     *os.File
+	whole int64
+}
+
+func (l *lineFile) Write(p []byte) (int, error) {
+	n, err := l.f.Write(p)
+	if err == nil {
+		l.whole += int64(n)
+	}
+	return n, err
+}
+
+// seal cuts the file back to its last whole line (a truncation needs no
+// free space) and appends line when it fits; when it does not, the file
+// ends at the last whole event.
+func (l *lineFile) seal(line []byte) {
+	if l.f.Truncate(l.whole) != nil {
+		return
+	}
+	if _, err := l.f.WriteAt(append(line, '\n'), l.whole); err != nil {
+		_ = l.f.Truncate(l.whole)
+	}
 }

@@ -58,7 +58,7 @@ func newReferenceServeCmd(lookup func(string) (string, bool)) *cobra.Command {
 				}
 				cfg.Tokens = m
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			return reference.Serve(ctx, cfg, cmd.ErrOrStderr())
 		},
@@ -104,7 +104,7 @@ func newReferenceConsumeCmd(lookup func(string) (string, bool)) *cobra.Command {
 					}
 				}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			return reference.Consume(ctx, cfg, cmd.ErrOrStderr())
 		},

@@ -102,7 +102,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if err := harness.CheckMutant(f.mutant); err != nil {
+	if err := checkMutant(f.mutant); err != nil {
 		return usageError(err)
 	}
 	ss, err := loadScenarios(f.files)
@@ -113,17 +113,14 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		return usageError(err)
 	}
 	targetURL := f.target
+	// What --target changed besides the target is said once the
+	// environment accepted the scenarios, not before a refusal.
+	var notes []string
 	if targetURL != "" {
 		for _, s := range ss {
-			notes, err := harness.PrepareExternal(s, f.target, f.allowRemote)
-			if err != nil {
-				return usageError(err)
-			}
-			for _, n := range notes {
-				fmt.Fprintln(cmd.ErrOrStderr(), n)
-			}
+			notes = append(notes, retarget(s, f.target, f.allowRemote)...)
 		}
-	} else if targetURL, err = harness.TargetURL(ss); err != nil {
+	} else if targetURL, err = oneTarget(ss); err != nil {
 		return usageError(err)
 	}
 	work, err := m.pairsOf(cmd, f, ss)
@@ -160,11 +157,14 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		return usageError(err)
 	}
 	defer closeEnv(context.WithoutCancel(ctx))
+	for _, n := range notes {
+		fmt.Fprintln(cmd.ErrOrStderr(), n)
+	}
 	if addr := r.DatabaseProxyAddr(); addr != "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "database proxy %s → %s (point your service's DSN at it for database faults)\n", addr, f.dbAddr)
 	}
 	for _, s := range ss {
-		if err := harness.CheckOracle(ctx, s); err != nil {
+		if err := checkOracle(ctx, s); err != nil {
 			return usageError(oneLineError{err})
 		}
 	}
@@ -177,6 +177,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	var runs []report.Run
 	var outcomes []*harness.Outcome
+	many := f.out.dir || len(work.pairs) > 1 // --history is a directory
 	for _, p := range work.pairs {
 		s := ss[p.Scenario]
 		if f.seeds != "" {
@@ -189,7 +190,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		prog.done()
 		if err != nil {
 			if o != nil && o.HistoryPath != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "partial history kept: %s\n", o.HistoryPath)
+				f.out.reportCutShort(cmd.ErrOrStderr(), "partial history kept", outcomes, o.HistoryPath, many)
 			}
 			if ctx.Err() != nil {
 				return errInterrupted()
@@ -205,8 +206,10 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 			}
 			found := r.Investigate(ctx, o, opts, inv)
 			if ctx.Err() != nil {
-				// A classification from re-runs cut short would be a guess.
-				fmt.Fprintf(cmd.ErrOrStderr(), "history kept: %s\n", o.HistoryPath)
+				// A classification from re-runs cut short would be a guess;
+				// the run itself finished, and its history goes where
+				// --history asked.
+				f.out.reportCutShort(cmd.ErrOrStderr(), "history kept", outcomes, o.HistoryPath, many)
 				if found.Partial != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "partial history kept: %s\n", found.Partial)
 				}

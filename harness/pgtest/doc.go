@@ -12,7 +12,7 @@
 //	}
 //
 // [Main] stops the shared cluster and removes its run directory when the
-// tests end, and on SIGINT/SIGTERM. Without Main the server still dies with
+// tests end, and on SIGINT/SIGTERM/SIGHUP. Without Main the server still dies with
 // the test binary (it is started with a parent-death signal) and the next
 // run's reaper removes the directory.
 //

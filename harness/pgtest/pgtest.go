@@ -29,7 +29,7 @@ var shared struct {
 var dbSeq atomic.Int64
 
 // Main runs the tests, then closes the shared cluster and run directory, and
-// exits with the tests' status. It also makes SIGINT/SIGTERM clean up before
+// exits with the tests' status. It also makes SIGINT/SIGTERM/SIGHUP clean up before
 // the binary dies.
 func Main(m *testing.M) {
 	ctx := context.Background()

@@ -36,12 +36,14 @@ var rules = map[string]rule{
 	"harness/driver": {may: []string{"history", "internal/ctxwait"}},
 	"harness/oracle": {may: []string{"history", "reference"}},
 	"harness/pgtest": {may: []string{"internal/pgcluster", "internal/runenv"}},
-	"harness": {may: append([]string{"checkers", "faults", "harness/driver", "harness/oracle", "history", "reference", "scenarios",
-		"internal/env", "internal/dockerenv", "internal/netaddr"}, infra...)},
+	"harness": {may: append([]string{"checkers", "faults", "harness/driver", "harness/oracle", "harness/internal/sut", "history", "reference", "scenarios",
+		"internal/env", "internal/netaddr"}, infra...)},
+	"harness/internal/sut":             {may: []string{"faults", "scenarios", "internal/netaddr", "internal/proxy"}},
+	"harness/docker":                   {may: []string{"faults", "reference", "scenarios", "harness/internal/sut", "internal/dockerenv", "internal/proxy"}},
 	"report":                           {may: []string{"checkers", "harness", "history"}},
-	"cmd/idemchaos":                    {may: []string{"checkers", "harness", "history", "reference", "report", "scenarios", "cmd/idemchaos/internal/...", "internal/dockerenv", "internal/netaddr"}},
+	"cmd/idemchaos":                    {may: []string{"checkers", "harness", "harness/docker", "history", "reference", "report", "scenarios", "cmd/idemchaos/internal/...", "internal/dockerenv", "internal/netaddr"}},
 	"internal/env":                     {may: append([]string{"internal/netaddr"}, infra...)},
-	"internal/dockerenv":               {may: []string{"internal/pgcluster", "internal/proxy", "internal/netaddr"}},
+	"internal/dockerenv":               {may: []string{"internal/pgcluster", "internal/proxy", "internal/runenv", "internal/netaddr"}},
 	"internal/pgcluster":               {may: []string{"internal/runenv", "internal/netaddr"}},
 	"internal/runenv":                  {},
 	"internal/proc":                    {},
@@ -50,6 +52,7 @@ var rules = map[string]rule{
 	"internal/suggest":                 {},
 	"internal/netaddr":                 {},
 	"internal/proctest":                {},
+	"internal/dockerenvtest":           {may: []string{"internal/dockerenv"}},
 	"internal/archtest":                {},
 	"internal/modtidy":                 {},
 	"internal/histgen":                 {may: []string{"history"}},
@@ -59,8 +62,9 @@ var rules = map[string]rule{
 	"cmd/idemchaos/internal/recorder":  {may: []string{"history", "scenarios"}},
 	"cmd/idemchaos/internal/shard":     {may: []string{"report"}},
 	"cmd/idemchaos/internal/together":  {may: []string{"history"}},
+	"cmd/idemchaos/internal/leftover":  {may: []string{"internal/runenv", "internal/dockerenv"}},
 	"internal/refbench":                {may: []string{"reference"}},
-	"cmd/idemchaos/internal/bench": {may: append([]string{"checkers", "harness", "harness/driver", "history", "scenarios", "internal/env", "internal/dockerenv",
+	"cmd/idemchaos/internal/bench": {may: append([]string{"checkers", "harness", "harness/docker", "harness/driver", "history", "scenarios", "internal/env", "internal/dockerenv",
 		"internal/histgen", "cmd/idemchaos/internal/partcheck", "internal/refbench", "examples/foreign"}, infra...)},
 	// A sample service uses only what a user of the module could: the
 	// public packages, never internal ones.
@@ -179,6 +183,10 @@ func TestImports_RulesKeepThePromises(t *testing.T) {
 		"faults":        {"harness", "scenarios", "reference"},
 		"cmd/idemchaos": {"internal/env", "internal/pgcluster", "internal/proc", "internal/proxy", "internal/runenv"},
 		"report":        {"internal/env", "scenarios", "faults"},
+		// The docker environment registers itself from its own package:
+		// the harness never links it (see deps_test.go).
+		"harness":              {"harness/docker", "internal/dockerenv"},
+		"harness/internal/sut": {"harness", "harness/docker", "internal/dockerenv"},
 	}
 	for _, p := range infra {
 		never[p] = []string{"harness", "scenarios", "faults", "checkers", "reference", "history"}

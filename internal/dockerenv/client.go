@@ -37,6 +37,18 @@ type Client struct {
 // reaps environments whose harness died. An unreachable daemon is
 // [ErrDaemonUnreachable].
 func Connect(ctx context.Context) (*Client, error) {
+	c, err := dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Reap(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// dial reaches the daemon without reaping.
+func dial(ctx context.Context) (*Client, error) {
 	pool, err := dockertest.NewPool("")
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrDaemonUnreachable, err)
@@ -46,11 +58,7 @@ func Connect(ctx context.Context) (*Client, error) {
 	if err := pool.Client.PingWithContext(pctx); err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrDaemonUnreachable, err)
 	}
-	c := &Client{pool: pool}
-	if _, err := c.Reap(ctx); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return &Client{pool: pool}, nil
 }
 
 // API is the underlying go-dockerclient, for callers that need more.
@@ -60,10 +68,16 @@ func (c *Client) API() *dc.Client { return c.pool.Client }
 // process no longer runs on this machine, and returns how many containers
 // it removed.
 func (c *Client) Reap(ctx context.Context) (int, error) {
+	n, _, err := c.reap(ctx)
+	return n, err
+}
+
+// reap is [Client.Reap], counting the networks too.
+func (c *Client) reap(ctx context.Context) (containers, networks int, err error) {
 	cs, err := c.pool.Client.ListContainers(dc.ListContainersOptions{All: true, Context: ctx,
 		Filters: map[string][]string{"label": {LabelOwner}}})
 	if err != nil {
-		return 0, fmt.Errorf("reap: list containers: %w", err)
+		return 0, 0, fmt.Errorf("reap: list containers: %w", err)
 	}
 	n := 0
 	var errs []error
@@ -81,17 +95,21 @@ func (c *Client) Reap(ctx context.Context) (int, error) {
 	}
 	nets, err := c.pool.Client.FilteredListNetworks(dc.NetworkFilterOpts{"label": {LabelOwner: true}})
 	if err != nil {
-		return n, fmt.Errorf("reap: list networks: %w", err)
+		return n, 0, fmt.Errorf("reap: list networks: %w", err)
 	}
 	for _, nw := range nets {
 		if !ownerAlive(nw.Labels[LabelOwner]) {
-			errs = append(errs, ignoreMissingNetwork(c.pool.Client.RemoveNetwork(nw.ID)))
+			if err := ignoreMissingNetwork(c.pool.Client.RemoveNetwork(nw.ID)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			networks++
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return n, fmt.Errorf("reap: %w", err)
+		return n, networks, fmt.Errorf("reap: %w", err)
 	}
-	return n, nil
+	return n, networks, nil
 }
 
 func ignoreMissingNetwork(err error) error {

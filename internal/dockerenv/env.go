@@ -583,6 +583,11 @@ func (e *Env) Close(ctx context.Context) error {
 	if e.network != nil {
 		errs = append(errs, ignoreMissingNetwork(e.c.pool.Client.RemoveNetwork(e.network.Network.ID)))
 	}
+	// Connect reaped what dead harnesses left, but the daemon finishes the
+	// requests a SIGKILLed harness had in flight (a create, a start) after
+	// its death, and those containers appear later: reap again on the way
+	// out. Another run's leftovers are no error of this one.
+	_, _ = e.c.Reap(ctx)
 	return errors.Join(errs...)
 }
 

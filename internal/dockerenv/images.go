@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strings"
 
 	dc "github.com/ory/dockertest/v3/docker"
@@ -117,6 +115,12 @@ func (c *Client) tag(ref, localTag string) error {
 // version's lib and share trees, every shared library they load (per
 // ldd), /bin/sh (initdb runs it) and a postgres user (uid 999).
 func (c *Client) BuildPostgres(ctx context.Context, binDir string) (string, error) {
+	return c.buildPostgres(ctx, binDir, LocalPostgres)
+}
+
+// buildPostgres is [Client.BuildPostgres] tagging localTag, whose
+// repository names the image.
+func (c *Client) buildPostgres(ctx context.Context, binDir, localTag string) (string, error) {
 	if binDir == "" {
 		d, err := pgcluster.FindBinDir(ctx)
 		if err != nil {
@@ -171,7 +175,7 @@ func (c *Client) BuildPostgres(ctx context.Context, binDir string) (string, erro
 		"RUN [\"initdb\", \"-D\", \""+pgTemplateDir+"/data\", \"-U\", \"postgres\", \"--auth=trust\", \"-E\", \"UTF8\", \"--locale=C\", \"--no-sync\"]\n"+
 		"RUN printf 'host all all all trust\\nhost replication all all trust\\n' >> "+pgTemplateDir+"/data/pg_hba.conf\n"+
 		"STOPSIGNAL SIGINT\n"), 0o644)
-	return c.build(ctx, "postgres", "idemchaos/postgres", LocalPostgres, b)
+	return c.build(ctx, "postgres", repoOf(localTag), localTag, b)
 }
 
 // pgTemplateDir holds, in the local Postgres image, a cluster made by
@@ -204,16 +208,19 @@ func sharedLibs(ctx context.Context, bins []string) ([]string, error) {
 // module uses) as a static binary in an image FROM scratch, laid out like
 // the published image: ENTRYPOINT /toxiproxy.
 func (c *Client) BuildToxiproxy(ctx context.Context) (string, error) {
-	dir, err := os.MkdirTemp("", "idemchaos-image-")
+	return c.buildToxiproxy(ctx, LocalToxiproxy)
+}
+
+// buildToxiproxy is [Client.BuildToxiproxy] tagging localTag, whose
+// repository names the image.
+func (c *Client) buildToxiproxy(ctx context.Context, localTag string) (string, error) {
+	ref, err := withGoBinary(ctx, "github.com/Shopify/toxiproxy/v2/cmd/server", "toxiproxy", func(bin string) (string, error) {
+		return c.BuildBinaryImage(ctx, "toxiproxy", repoOf(localTag), localTag, bin, []string{"-host=0.0.0.0"})
+	})
 	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "toxiproxy")
-	if err := goBuild(ctx, "github.com/Shopify/toxiproxy/v2/cmd/server", bin); err != nil {
 		return "", fmt.Errorf("toxiproxy image: %w", err)
 	}
-	return c.BuildBinaryImage(ctx, "toxiproxy", "idemchaos/toxiproxy", LocalToxiproxy, bin, []string{"-host=0.0.0.0"})
+	return ref, nil
 }
 
 // BuildReference builds the reference service's image: the idemchaos
@@ -225,32 +232,22 @@ func (c *Client) BuildReference(ctx context.Context) (string, error) {
 	if err == nil && isStatic(exe) && !strings.HasSuffix(exe, ".test") {
 		return c.BuildBinaryImage(ctx, "reference", "idemchaos/reference", LocalReference, exe, []string{"reference", "serve"})
 	}
-	dir, err := os.MkdirTemp("", "idemchaos-image-")
+	ref, err := withGoBinary(ctx, "github.com/idemchaos/idemchaos/cmd/idemchaos", "idemchaos", func(bin string) (string, error) {
+		return c.BuildBinaryImage(ctx, "reference", "idemchaos/reference", LocalReference, bin, []string{"reference", "serve"})
+	})
 	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "idemchaos")
-	if err := goBuild(ctx, "github.com/idemchaos/idemchaos/cmd/idemchaos", bin); err != nil {
 		return "", fmt.Errorf("reference image: the running binary is not static and %w", err)
 	}
-	return c.BuildBinaryImage(ctx, "reference", "idemchaos/reference", LocalReference, bin, []string{"reference", "serve"})
+	return ref, nil
 }
 
 // BuildGoImage builds the Go main package pkg of this module (e.g.
 // github.com/idemchaos/idemchaos/examples/ordersvc/cmd/ordersvc) as a
 // static binary in an image FROM scratch tagged repo:<hash>.
 func (c *Client) BuildGoImage(ctx context.Context, repo, pkg string) (string, error) {
-	dir, err := os.MkdirTemp("", "idemchaos-image-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, filepath.Base(pkg))
-	if err := goBuild(ctx, pkg, bin); err != nil {
-		return "", err
-	}
-	return c.BuildBinaryImage(ctx, "service", repo, "", bin, nil)
+	return withGoBinary(ctx, pkg, filepath.Base(pkg), func(bin string) (string, error) {
+		return c.BuildBinaryImage(ctx, "service", repo, "", bin, nil)
+	})
 }
 
 // BuildBinaryImage puts one static binary at /<name> in an image FROM
@@ -286,46 +283,4 @@ func isStatic(path string) bool {
 		}
 	}
 	return true
-}
-
-// goBuild builds pkg with CGO_ENABLED=0. Inside a module that provides pkg
-// (this one, in tests and from a checkout) it is `go build`; elsewhere
-// `go install pkg@version` with the version this binary was built with.
-func goBuild(ctx context.Context, pkg, out string) error {
-	if _, err := exec.LookPath("go"); err != nil {
-		return errors.New("building it needs the Go toolchain on PATH")
-	}
-	env := append(os.Environ(), "CGO_ENABLED=0")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
-	cmd.Env = env
-	b, err := cmd.CombinedOutput()
-	if err == nil {
-		return nil
-	}
-	version := moduleVersion(pkg)
-	if version == "" {
-		return fmt.Errorf("go build %s: %w: %s", pkg, err, strings.TrimSpace(string(b)))
-	}
-	gobin := filepath.Dir(out)
-	cmd = exec.CommandContext(ctx, "go", "install", "-trimpath", "-ldflags=-s -w", pkg+"@"+version)
-	cmd.Env = append(env, "GOBIN="+gobin)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go install %s@%s: %w: %s", pkg, version, err, strings.TrimSpace(string(b)))
-	}
-	return os.Rename(filepath.Join(gobin, filepath.Base(pkg)), out)
-}
-
-// moduleVersion is the version of the dependency providing pkg in this
-// binary's build info, or "".
-func moduleVersion(pkg string) string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	for _, d := range bi.Deps {
-		if strings.HasPrefix(pkg, d.Path+"/") || pkg == d.Path {
-			return d.Version
-		}
-	}
-	return ""
 }

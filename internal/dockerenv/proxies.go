@@ -126,27 +126,17 @@ func (c *Client) EnsureImage(image string) error {
 
 // ResolveImages fills the empty fields of want: the official image when
 // it is present locally, else the local build when that is present, else
-// the official name (which is then pulled, or fails saying how to build).
+// the official name (which is then pulled, or fails saying how to build;
+// [Client.ProvideImages] builds instead).
 func (c *Client) ResolveImages(want Images) Images {
-	pick := func(official, local string) string {
-		if _, err := c.pool.Client.InspectImage(official); err == nil {
-			return official
-		}
-		if _, err := c.pool.Client.InspectImage(local); err == nil {
-			return local
-		}
-		return official
+	im, _ := c.resolve(want, DefaultCatalog)
+	if im.Postgres == "" {
+		im.Postgres = DefaultCatalog.Official.Postgres
 	}
-	if want.Postgres == "" {
-		want.Postgres = pick(DefaultPostgresImage, LocalPostgres)
+	if im.Toxiproxy == "" {
+		im.Toxiproxy = DefaultCatalog.Official.Toxiproxy
 	}
-	if want.Toxiproxy == "" {
-		want.Toxiproxy = pick(DefaultToxiproxyImage, LocalToxiproxy)
-	}
-	if want.Reference == "" {
-		want.Reference = LocalReference
-	}
-	return want
+	return im
 }
 
 // splitImage splits NAME[:TAG] (a registry host may carry a port).

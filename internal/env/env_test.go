@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/harness/pgtest"
 	"github.com/idemchaos/idemchaos/internal/env"
+	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/proc"
 	"github.com/idemchaos/idemchaos/internal/proxy"
 )
@@ -62,57 +63,17 @@ func get(tb testing.TB, url string) string {
 	return string(b)
 }
 
-func TestParseKind_Names(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]env.Kind{"": env.KindAuto, "auto": env.KindAuto, "Local": env.KindLocal,
-		"external": env.KindExternal, "docker": env.KindDocker} {
-		if got, err := env.ParseKind(in); err != nil || got != want {
-			t.Errorf("ParseKind(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	if _, err := env.ParseKind("k8s"); !errors.Is(err, env.ErrUnknownKind) {
-		t.Errorf("ParseKind(k8s): %v, want ErrUnknownKind", err)
-	}
-}
-
-func TestResolve_AutoWithoutBinariesSaysWhatToInstall(t *testing.T) {
+func TestStartLocal_WithoutBinariesSaysWhatToInstall(t *testing.T) {
 	// Not parallel: swaps the package's binary lookup.
 	restore := env.SetFindBinDir(func(context.Context) (string, error) { return "", errors.New("none") })
 	defer restore()
-	_, err := env.Start(context.Background(), env.Options{Kind: env.KindAuto})
+	_, err := env.StartLocal(context.Background(), env.LocalConfig{})
 	if !errors.Is(err, env.ErrNoEnvironment) {
-		t.Fatalf("Start(auto): %v, want ErrNoEnvironment", err)
+		t.Fatalf("StartLocal: %v, want ErrNoEnvironment", err)
 	}
 	for _, want := range []string{"apt-get install postgresql-15", "--env external --target"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
-		}
-	}
-	kind, err := env.Resolve(context.Background(), env.Options{External: env.ExternalConfig{ServiceURL: "http://127.0.0.1:1"}})
-	if err != nil || kind != env.KindExternal {
-		t.Fatalf("auto with a service URL: %q, %v; want external", kind, err)
-	}
-}
-
-func TestStart_DockerNotBuilt(t *testing.T) {
-	t.Parallel()
-	if _, err := env.Start(context.Background(), env.Options{Kind: env.KindDocker}); !errors.Is(err, env.ErrDockerUnavailable) {
-		t.Fatalf("Start(docker): %v, want ErrDockerUnavailable", err)
-	}
-}
-
-func TestCheckLoopback_Addresses(t *testing.T) {
-	t.Parallel()
-	for addr, ok := range map[string]bool{
-		"127.0.0.1:8080": true, "127.9.9.9:1": true, "[::1]:80": true, "localhost:5432": false, "LOCALHOST:1": false,
-		"10.0.0.5:8080": false, "[2001:db8::1]:80": false, "example.com:80": false, "0.0.0.0:80": false,
-	} {
-		err := env.CheckLoopback(addr)
-		if ok != (err == nil) {
-			t.Errorf("CheckLoopback(%s) = %v, want ok=%t", addr, err, ok)
-		}
-		if !ok && !errors.Is(err, env.ErrNotLoopback) {
-			t.Errorf("CheckLoopback(%s) = %v, not ErrNotLoopback", addr, err)
 		}
 	}
 }
@@ -120,7 +81,7 @@ func TestCheckLoopback_Addresses(t *testing.T) {
 func TestStartExternal_RefusesNonLoopbackTarget(t *testing.T) {
 	t.Parallel()
 	_, err := env.StartExternal(context.Background(), env.ExternalConfig{ServiceURL: "http://10.0.0.5:8080/v1"})
-	var nl *env.NotLoopbackError
+	var nl *netaddr.NotLoopbackError
 	if !errors.As(err, &nl) || nl.Addr != "10.0.0.5:8080" {
 		t.Fatalf("StartExternal: %v, want NotLoopbackError for 10.0.0.5:8080", err)
 	}
@@ -128,7 +89,7 @@ func TestStartExternal_RefusesNonLoopbackTarget(t *testing.T) {
 		t.Fatalf("message: %v", err)
 	}
 	_, err = env.StartExternal(context.Background(), env.ExternalConfig{ServiceURL: "http://127.0.0.1:8080", DatabaseAddr: "10.0.0.6:5432"})
-	if !errors.Is(err, env.ErrNotLoopback) || !strings.Contains(err.Error(), "--db-addr 10.0.0.6:5432") {
+	if !errors.Is(err, netaddr.ErrNotLoopback) || !strings.Contains(err.Error(), "--db-addr 10.0.0.6:5432") {
 		t.Fatalf("remote database address: %v, want ErrNotLoopback naming --db-addr", err)
 	}
 }

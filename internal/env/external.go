@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/idemchaos/idemchaos/internal/netaddr"
@@ -36,8 +35,8 @@ type ExternalConfig struct {
 	ToxiproxyURL string
 	// DialTimeout bounds the reachability check. Zero means 5s.
 	DialTimeout time.Duration
-	// Resolver resolves host names (nil: the system's); see [ResolveLoopback].
-	Resolver Resolver
+	// Resolver resolves host names (nil: the system's); see [netaddr.ResolveLoopback].
+	Resolver netaddr.Resolver
 
 	_ struct{}
 }
@@ -125,7 +124,7 @@ func checked(ctx context.Context, cfg ExternalConfig, addr, setting string) ([]s
 	if cfg.AllowRemote {
 		return []string{addr}, nil
 	}
-	return ResolveLoopback(ctx, cfg.Resolver, addr, setting)
+	return netaddr.ResolveLoopback(ctx, cfg.Resolver, addr, setting)
 }
 
 // reachable returns the first of addr's checked addresses that accepts a
@@ -148,62 +147,6 @@ func reachable(ctx context.Context, cfg ExternalConfig, addr string, addrs []str
 	return "", first
 }
 
-// Resolver looks up the addresses of a host name; [net.DefaultResolver]
-// implements it, and tests inject another (an /etc/hosts that maps
-// "localhost" off the machine).
-type Resolver interface {
-	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
-}
-
-// CheckLoopback returns a [*NotLoopbackError] unless addr's host is a
-// loopback IP (127.0.0.0/8, ::1). A name is refused here: only
-// [ResolveLoopback] can tell where it leads.
-func CheckLoopback(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return &NotLoopbackError{Addr: addr}
-}
-
-// ResolveLoopback resolves addr's host with r (nil: the system's resolver)
-// and returns every address it leads to as host:port, refusing (with a
-// [*NotLoopbackError] naming setting, e.g. "--db-addr") unless each one is
-// loopback: a name is trusted for what it resolves to, never for what it
-// says ("localhost" mapped elsewhere in /etc/hosts would send traffic off
-// the machine). Callers connect to the returned addresses, so a later
-// lookup cannot lead somewhere else.
-func ResolveLoopback(ctx context.Context, r Resolver, addr, setting string) ([]string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: want host:port: %w", setting, addr, err)
-	}
-	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
-		if !ip.IsLoopback() {
-			return nil, &NotLoopbackError{Addr: addr, Setting: setting}
-		}
-		return []string{net.JoinHostPort(ip.String(), port)}, nil
-	}
-	if r == nil {
-		r = net.DefaultResolver
-	}
-	ips, err := r.LookupIPAddr(ctx, host)
-	if err != nil || len(ips) == 0 {
-		return nil, fmt.Errorf("%s %s: cannot resolve %q, so it cannot be shown to be loopback: %v", setting, addr, host, err)
-	}
-	out := make([]string, 0, len(ips))
-	for _, ip := range ips {
-		if !ip.IP.IsLoopback() {
-			return nil, &NotLoopbackError{Addr: addr, Setting: setting, Resolved: ip.IP.String()}
-		}
-		out = append(out, net.JoinHostPort(ip.IP.String(), port))
-	}
-	return out, nil
-}
-
 // CheckReachable dials addr over TCP with a deadline (timeout, or 5s if
 // zero) and returns an [*UnreachableError] if no connection is made.
 func CheckReachable(ctx context.Context, addr string, timeout time.Duration) error {
@@ -218,10 +161,7 @@ func CheckReachable(ctx context.Context, addr string, timeout time.Duration) err
 	return conn.Close()
 }
 
-// Kind implements [Env].
-func (e *External) Kind() Kind { return KindExternal }
-
-// Proxies implements [Env].
+// Proxies is the Toxiproxy in front of the service (and its database).
 func (e *External) Proxies() proxy.Server { return e.proxies }
 
 // TargetURL is the service's own URL, without the proxy, its host the

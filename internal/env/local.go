@@ -51,8 +51,29 @@ type Local struct {
 	closed bool
 }
 
-// StartLocal starts the local environment.
+// findBinDir is the Postgres binary lookup; a test seam.
+var findBinDir = pgcluster.FindBinDir
+
+// noEnvironmentHelp is what to do when no Postgres binaries are found.
+const noEnvironmentHelp = `no PostgreSQL server binaries found (looked on PATH, at pg_config --bindir and in /usr/lib/postgresql/*/bin).
+Either install them:
+    Debian/Ubuntu: apt-get install postgresql-15   (any version >= 13 works)
+    Fedora/RHEL:   dnf install postgresql-server
+    macOS:         brew install postgresql@15
+or test an existing service instead:
+    --env external --target http://127.0.0.1:8080 [--dsn postgres://user@127.0.0.1:5432/db]`
+
+// StartLocal starts the local environment. Without Postgres binaries it
+// fails, before it starts anything, with an error matching
+// [ErrNoEnvironment] that says what to install.
 func StartLocal(ctx context.Context, cfg LocalConfig) (*Local, error) {
+	if cfg.BinDir == "" {
+		dir, err := findBinDir(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrNoEnvironment, noEnvironmentHelp)
+		}
+		cfg.BinDir = dir
+	}
 	l := &Local{run: cfg.Run}
 	if l.run == nil {
 		r, err := runenv.Open(ctx, runenv.Options{})
@@ -102,10 +123,7 @@ func (l *Local) ProxiedDSN(dsn string) (string, error) {
 	return u.String(), nil
 }
 
-// Kind implements [Env].
-func (l *Local) Kind() Kind { return KindLocal }
-
-// Proxies implements [Env].
+// Proxies is the Toxiproxy the environment's faults go through.
 func (l *Local) Proxies() proxy.Server { return l.proxies }
 
 // Primary is the Postgres primary.

@@ -1,7 +1,10 @@
-// Package netaddr holds the two address helpers several layers share: the
-// address a URL connects to, and a free loopback port. It imports nothing
-// of the module, so the command, the harness and the infrastructure can
-// all use the one implementation.
+// Package netaddr holds the address helpers several layers share: the
+// address a URL connects to ([HostPort]), a free loopback port
+// ([FreePort]), and the loopback rule ([ResolveLoopback], [CheckLoopback],
+// [Resolver], [NotLoopbackError], [ErrNotLoopback]): every address a name
+// resolves to must be loopback unless remote targets are allowed. It
+// imports nothing of the module, so the command (`record`), the harness
+// and the infrastructure can all use the one implementation.
 package netaddr
 
 import (

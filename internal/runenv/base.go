@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 )
 
@@ -75,4 +76,33 @@ func ChooseBase() (base, note string) { return systemProbe().choose() }
 func DefaultBase() string {
 	base, _ := ChooseBase()
 	return base
+}
+
+// DiskBase is the base of runs that hold large files ([Options.Disk]: a
+// history split into partitions may be as large as the history): never
+// /dev/shm, whose pages are memory. It is $IDEMCHAOS_RUNDIR when set, else
+// $TMPDIR/idemchaos-<uid>.
+func DiskBase() string { return systemProbe().disk() }
+
+func (p probe) disk() string {
+	if dir := p.getenv(EnvRunDir); dir != "" {
+		return dir
+	}
+	return filepath.Join(p.tmp(), fmt.Sprintf("idemchaos-%d", os.Geteuid()))
+}
+
+// Bases lists every base a run of this user may have been created under
+// (by [ChooseBase] or as a disk run, whatever /dev/shm's free space was
+// then), each once: where the stale runs a reaper looks for can be.
+func Bases() []string { return systemProbe().bases() }
+
+func (p probe) bases() []string {
+	name := fmt.Sprintf("idemchaos-%d", os.Geteuid())
+	var out []string
+	for _, b := range []string{p.getenv(EnvRunDir), filepath.Join(p.shm, name), filepath.Join(p.tmp(), name)} {
+		if b != "" && !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return out
 }

@@ -20,8 +20,8 @@ func TestRun_SIGKILLedHarnessIsReapedByNextStart(t *testing.T) {
 	ctx := context.Background()
 	base := testBase(t)
 	c := startChildHarness(t, base)
-	if !proctest.Alive(c.pgPID) {
-		t.Fatalf("postmaster %d not running after READY", c.pgPID)
+	if !proctest.Alive(c.pid) {
+		t.Fatalf("postmaster %d not running after READY", c.pid)
 	}
 	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("SIGKILL child: %v", err)
@@ -41,7 +41,7 @@ func TestRun_SIGKILLedHarnessIsReapedByNextStart(t *testing.T) {
 	if _, err := os.Stat(c.runDir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("stale run dir %s not reaped: %v", c.runDir, err)
 	}
-	waitNoSurvivors(t, c.runDir, c.pgPID)
+	waitNoSurvivors(t, c.runDir, c.pid)
 	if _, err := os.Stat(next.Dir()); err != nil {
 		t.Fatalf("next run's own dir: %v", err)
 	}
@@ -49,7 +49,7 @@ func TestRun_SIGKILLedHarnessIsReapedByNextStart(t *testing.T) {
 
 func TestRun_SignalCleansUp(t *testing.T) {
 	t.Parallel()
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
 			base := testBase(t)
@@ -65,7 +65,7 @@ func TestRun_SignalCleansUp(t *testing.T) {
 			}
 			// The child waited for its postmaster before dying, so this
 			// only has to let the kernel finish reaping.
-			waitNoSurvivors(t, c.runDir, c.pgPID)
+			waitNoSurvivors(t, c.runDir, c.pid)
 		})
 	}
 }

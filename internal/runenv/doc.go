@@ -17,12 +17,16 @@
 //
 //   - [Open], [Options], [Run]: create a run directory; [Run.Dir],
 //     [Run.NewDir], [Run.OnClose], [Run.Close].
-//   - [Run.CloseOnSignal]: on SIGINT/SIGTERM, close the run and then die of
-//     the same signal.
+//   - [Run.CloseOnSignal]: on SIGINT, SIGTERM or SIGHUP,
+//     close the run and then die of the same signal.
+//   - [Run.Hold]: a child process (and its children) keeps the run from
+//     being reaped while it lives.
 //   - [Shared], [CloseShared]: one lazily opened run per process, for test
 //     helpers that need a place to put things.
-//   - [ChooseBase], [DefaultBase], [EnvRunDir], [ShmMinFree]: where runs go.
-//   - [Reap], [MarkerName]: the stale-run reaper;
+//   - [ChooseBase], [DefaultBase], [DiskBase], [Bases], [EnvRunDir],
+//     [ShmMinFree]: where runs go ([Options.Disk]: runs of large files
+//     never go to /dev/shm).
+//   - [Reap], [ReapAll], [MarkerName]: the stale-run reaper;
 //     [KillServers] for one tree.
 //   - [ErrClosed].
 package runenv

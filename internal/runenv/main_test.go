@@ -20,7 +20,7 @@ import (
 
 // Environment switches that turn the test binary into a helper process.
 const (
-	envChild = "IDEMCHAOS_RUNENV_CHILD" // "harness" or "sleeper"
+	envChild = "IDEMCHAOS_RUNENV_CHILD" // "harness", "holder" or "sleeper"
 	envBase  = "IDEMCHAOS_RUNENV_BASE"
 )
 
@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(envChild) {
 	case "harness":
 		childHarness()
+	case "holder":
+		childHolder()
 	case "sleeper":
 		// Stands in for a postmaster that outlived its harness: it only has
 		// to exist, with its working directory in the data directory.
@@ -81,22 +83,29 @@ func testBase(tb testing.TB) string {
 type child struct {
 	cmd    *exec.Cmd
 	runDir string
-	pgPID  int
+	pid    int // the one it reported: the postmaster's, or the held sleep's
 }
 
 // startChildHarness re-executes the test binary as a child harness and waits
 // for its READY line.
 func startChildHarness(tb testing.TB, base string) *child {
 	tb.Helper()
+	return startChild(tb, "harness", envBase+"="+base)
+}
+
+// startChild re-executes the test binary in role with env added, and
+// waits for its "READY <run dir> <pid>" line.
+func startChild(tb testing.TB, role string, env ...string) *child {
+	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envChild+"=harness", envBase+"="+base)
+	cmd.Env = append(append(os.Environ(), envChild+"="+role), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatalf("stdout pipe: %v", err)
 	}
 	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start child harness: %v", err)
+		tb.Fatalf("start child %s: %v", role, err)
 	}
 	tb.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -104,17 +113,17 @@ func startChildHarness(tb testing.TB, base string) *child {
 	})
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		tb.Fatalf("read child READY line: %v", err)
+		tb.Fatalf("read child %s's READY line: %v", role, err)
 	}
 	fields := strings.Fields(line)
 	if len(fields) != 3 || fields[0] != "READY" {
-		tb.Fatalf("child harness said %q", line)
+		tb.Fatalf("child %s said %q", role, line)
 	}
 	pid, err := strconv.Atoi(fields[2])
 	if err != nil {
-		tb.Fatalf("child harness pid %q: %v", fields[2], err)
+		tb.Fatalf("child %s pid %q: %v", role, fields[2], err)
 	}
-	return &child{cmd: cmd, runDir: fields[1], pgPID: pid}
+	return &child{cmd: cmd, runDir: fields[1], pid: pid}
 }
 
 // survivors lists processes whose command line or working directory

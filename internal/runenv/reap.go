@@ -49,6 +49,21 @@ func Reap(ctx context.Context, base string) ([]string, error) {
 	return reaped, errors.Join(errs...)
 }
 
+// ReapAll reaps every one of [Bases]: what any run of this user killed
+// outright (SIGKILL, a crash, a power cut) left, wherever it went.
+func ReapAll(ctx context.Context) ([]string, error) { return reapBases(ctx, Bases()) }
+
+func reapBases(ctx context.Context, bases []string) ([]string, error) {
+	var reaped []string
+	var errs []error
+	for _, b := range bases {
+		r, err := Reap(ctx, b)
+		reaped = append(reaped, r...)
+		errs = append(errs, err)
+	}
+	return reaped, errors.Join(errs...)
+}
+
 // reapOne reaps dir if it is a stale run directory.
 func reapOne(ctx context.Context, dir string) (bool, error) {
 	f, err := os.OpenFile(filepath.Join(dir, MarkerName), os.O_RDWR, 0)

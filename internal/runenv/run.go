@@ -30,9 +30,14 @@ type marker struct {
 
 // Options configures [Open]. The zero value is ready to use.
 type Options struct {
-	// Base is the parent of run directories. Empty means [ChooseBase].
+	// Base is the parent of run directories. Empty means [ChooseBase], or
+	// [DiskBase] with Disk; then every one of [Bases] is reaped, not only
+	// the one the run goes to.
 	Base string
-	// NoReap skips reaping stale run directories under Base.
+	// Disk puts the run under [DiskBase] (when Base is empty): it will
+	// hold files too large for memory.
+	Disk bool
+	// NoReap skips reaping stale run directories.
 	NoReap bool
 	// Logf, if set, receives one line per reaped directory, and the line
 	// saying that /dev/shm was passed over for lack of room (which goes to
@@ -56,13 +61,18 @@ type Run struct {
 	done     chan struct{}
 }
 
-// Open reaps stale run directories under the base (unless opts.NoReap) and
-// creates a new run directory, locked by this process. The directory is mode
+// Open reaps stale run directories (unless opts.NoReap: under opts.Base
+// when set, else under every one of [Bases]) and creates a new run directory, locked by this process. The directory is mode
 // 0755 so that a server running as another OS user can reach the
 // subdirectories it is given.
 func Open(ctx context.Context, opts Options) (*Run, error) {
-	base := opts.Base
-	if base == "" {
+	base, reap := opts.Base, []string{opts.Base}
+	switch {
+	case base != "":
+	case opts.Disk:
+		base, reap = DiskBase(), Bases()
+	default:
+		reap = Bases()
 		var note string
 		if base, note = ChooseBase(); note != "" {
 			if opts.Logf != nil {
@@ -81,7 +91,7 @@ func Open(ctx context.Context, opts Options) (*Run, error) {
 		return nil, fmt.Errorf("chmod run base: %w", err)
 	}
 	if !opts.NoReap {
-		reaped, err := Reap(ctx, base)
+		reaped, err := reapBases(ctx, reap)
 		for _, d := range reaped {
 			if opts.Logf != nil {
 				opts.Logf("reaped stale run directory %s", d)

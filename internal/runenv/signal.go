@@ -9,7 +9,12 @@ import (
 	"time"
 )
 
-// CloseOnSignal makes SIGINT and SIGTERM close the run (stopping every
+// signals are the signals that end a run cleanly: Ctrl-C, a polite kill,
+// and a terminal that went away.
+var signals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+// CloseOnSignal makes SIGINT, SIGTERM and SIGHUP (a closed terminal, as
+// for any command: like SIGTERM) close the run (stopping every
 // registered resource and removing the directory, bounded by grace) and then
 // terminate the process with the same signal, so the parent sees the usual
 // "killed by SIGINT" status. A second signal during the cleanup ends the
@@ -18,7 +23,7 @@ import (
 // handler.
 func (r *Run) CloseOnSignal(grace time.Duration) (stop func()) {
 	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(ch, signals...)
 	quit := make(chan struct{})
 	go func() {
 		var sig os.Signal
@@ -34,7 +39,7 @@ func (r *Run) CloseOnSignal(grace time.Duration) (stop func()) {
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		_ = r.Close(ctx)
 		cancel()
-		signal.Reset(syscall.SIGINT, syscall.SIGTERM)
+		signal.Reset(signals...)
 		_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
 	}()
 	var once sync.Once

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -52,7 +51,7 @@ func (b *bench) demo(ctx context.Context) error {
 }
 
 func (b *bench) oneDemo(ctx context.Context, suite []*scenarios.Scenario) (*harness.Matrix, error) {
-	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindLocal, Standby: true, Scenarios: suite})
+	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: harness.EnvLocal, Standby: true, Scenarios: suite})
 	if err != nil {
 		return nil, err
 	}

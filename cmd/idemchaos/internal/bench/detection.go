@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -47,7 +46,7 @@ func (b *bench) detection(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindLocal, Standby: true, Scenarios: suite})
+	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: harness.EnvLocal, Standby: true, Scenarios: suite})
 	if err != nil {
 		return err
 	}

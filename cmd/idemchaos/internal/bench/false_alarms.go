@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -41,7 +40,7 @@ func (b *bench) falseAlarms(ctx context.Context) error {
 	if storm == nil {
 		return fmt.Errorf("the bundled suite has no %s scenario", StormScenario)
 	}
-	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindLocal, Standby: true, Scenarios: []*scenarios.Scenario{storm}})
+	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: harness.EnvLocal, Standby: true, Scenarios: []*scenarios.Scenario{storm}})
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 
-	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/internal/refbench"
 )
@@ -32,12 +31,12 @@ type ReferenceResult struct {
 }
 
 func (b *bench) reference(ctx context.Context) error {
-	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindLocal})
+	local, err := env.StartLocal(ctx, env.LocalConfig{})
 	if err != nil {
 		return err
 	}
-	defer closeEnv(context.WithoutCancel(ctx))
-	dsn, err := r.Local.Primary().CreateDatabase(ctx, "refbench")
+	defer local.Close(context.WithoutCancel(ctx))
+	dsn, err := local.Primary().CreateDatabase(ctx, "refbench")
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/harness/docker"
 	"github.com/idemchaos/idemchaos/internal/dockerenv"
-	"github.com/idemchaos/idemchaos/internal/env"
 )
 
 // StartupResult is the environment start-up section: harness.Open of the
@@ -36,7 +36,7 @@ func (b *bench) startup(ctx context.Context) error {
 	for i := range b.opts.StartupRepeats {
 		for _, standby := range []bool{false, true} {
 			start := time.Now()
-			_, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindLocal, Standby: standby})
+			_, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: harness.EnvLocal, Standby: standby})
 			if err != nil {
 				return err
 			}
@@ -77,13 +77,14 @@ func (b *bench) dockerStartup(ctx context.Context, res *StartupResult) error {
 	var total, envs, refs, closes []float64
 	for i := range b.opts.StartupRepeats {
 		start := time.Now()
-		r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindDocker, Standby: true,
+		e, err := docker.Open(ctx, docker.Options{Standby: true,
 			PGImage: im.Postgres, ToxiproxyImage: im.Toxiproxy, ReferenceImage: im.Reference})
 		if err != nil {
 			return err
 		}
+		closeEnv := e.Close
 		opened := time.Since(start)
-		stop, err := r.Docker.StartReference(ctx)
+		stop, err := e.StartReference(ctx)
 		if err != nil {
 			_ = closeEnv(context.WithoutCancel(ctx))
 			return err

@@ -68,8 +68,17 @@ type Recorder struct {
 	clients map[string]int
 	redact  map[string]bool
 	client  *http.Client
-	// Counts are the attempts recorded by outcome.
-	ok, info, fail atomic.Int64
+	// Counts are the attempts whose outcome is in the history, by outcome;
+	// forwarded counts the requests sent upstream.
+	ok, info, fail, forwarded atomic.Int64
+
+	// wmu serialises [Recorder.commit]: one event written and flushed at a
+	// time, so a flush that succeeded put exactly that event's whole line
+	// in the file, and one that failed left no other event half-written.
+	wmu      sync.Mutex
+	failOnce sync.Once
+	failed   chan struct{}
+	failErr  error
 }
 
 // New writes the meta line to w and returns the proxy.
@@ -97,14 +106,52 @@ func New(w *history.Writer, opts Options) (*Recorder, error) {
 			IdleConnTimeout:     30 * time.Second,
 		}
 	}
-	r := &Recorder{opts: opts, w: w, start: time.Now(), clients: map[string]int{}, redact: map[string]bool{},
+	r := &Recorder{opts: opts, w: w, start: time.Now(), clients: map[string]int{}, redact: map[string]bool{}, failed: make(chan struct{}),
 		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	for _, n := range opts.Redact {
 		r.redact[strings.ToLower(n)] = true
 	}
-	err := w.Write(&history.Event{Type: history.TypeMeta, V: history.Version, Scenario: opts.Scenario,
+	err := r.commit(&history.Event{Type: history.TypeMeta, V: history.Version, Scenario: opts.Scenario,
 		Started: r.start.UTC().Format(time.RFC3339Nano), Contract: opts.Contract})
 	return r, err
+}
+
+// commit writes e to the history and flushes it: nil means e's line is
+// whole in the file. The first error stops the recorder ([Recorder.Failed]):
+// a history that cannot be written is not a recording, and traffic it
+// cannot record must not reach the upstream.
+//
+// A write (syscall) per event: a proxied request costs a round trip to the
+// upstream, which dwarfs it, and nothing recorded waits in a buffer to be
+// lost.
+func (r *Recorder) commit(e *history.Event) error {
+	r.wmu.Lock()
+	err := r.w.Write(e)
+	if err == nil {
+		err = r.w.Flush()
+	}
+	r.wmu.Unlock()
+	if err != nil {
+		r.failOnce.Do(func() {
+			r.failErr = err
+			close(r.failed)
+		})
+	}
+	return err
+}
+
+// Failed is closed when a write to the history failed; [Recorder.Err]
+// says why. The recorder then forwards nothing more.
+func (r *Recorder) Failed() <-chan struct{} { return r.failed }
+
+// Err is the first error writing the history, or nil.
+func (r *Recorder) Err() error {
+	select {
+	case <-r.failed:
+		return r.failErr
+	default:
+		return nil
+	}
 }
 
 // DefaultTenant tells tenants apart by their credentials without writing
@@ -119,11 +166,21 @@ func DefaultTenant(req *http.Request, _ []byte) string {
 	return "auth-" + hex.EncodeToString(sum[:4])
 }
 
-// Stats are the attempts recorded so far by outcome.
+// Stats are the attempts whose outcome the history holds, by outcome:
+// what was written, not what was proxied (see [Recorder.Forwarded]).
 func (r *Recorder) Stats() (ok, info, fail int64) { return r.ok.Load(), r.info.Load(), r.fail.Load() }
 
-// Flush pushes the buffered history to its file.
-func (r *Recorder) Flush() error { return r.w.Flush() }
+// Forwarded is how many requests were sent upstream: their invoke lines
+// are in the history; after a failed write, some outcomes are not.
+func (r *Recorder) Forwarded() int64 { return r.forwarded.Load() }
+
+// Flush pushes anything buffered to the history's file (every event is
+// flushed as it is written; this reports a late error).
+func (r *Recorder) Flush() error {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	return r.w.Flush()
+}
 
 func (r *Recorder) now() int64 {
 	// Never 0: the writer treats ns 0 as "unset" elsewhere.
@@ -154,11 +211,21 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "idemchaos record: request body unreadable or larger than 16 MiB", http.StatusRequestEntityTooLarge)
 		return
 	}
+	if err := r.Err(); err != nil {
+		refuse(w, err)
+		return
+	}
 	op := r.ops.Add(1)
 	key := req.Header.Get(r.opts.KeyHeader)
-	_ = r.w.Write(&history.Event{Type: history.TypeInvoke, Op: op, Tenant: r.opts.Tenant(req, body), Key: key,
+	// The invoke is in the file before the upstream sees the request: what
+	// the upstream executed, the history knows of.
+	if err := r.commit(&history.Event{Type: history.TypeInvoke, Op: op, Tenant: r.opts.Tenant(req, body), Key: key,
 		Client: r.clientOf(req.RemoteAddr), NS: r.now(),
-		Req: &history.Request{Method: req.Method, Path: req.URL.Path, Headers: r.headers(req.Header), Body: r.redactBody(req.Header.Get("Content-Type"), body)}})
+		Req: &history.Request{Method: req.Method, Path: req.URL.Path, Headers: r.headers(req.Header), Body: r.redactBody(req.Header.Get("Content-Type"), body)}}); err != nil {
+		refuse(w, err)
+		return
+	}
+	r.forwarded.Add(1)
 
 	// The upstream exchange outlives a client that hangs up: the server
 	// may still execute, and the history is about the server.
@@ -202,9 +269,12 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.finish(w, op, history.TypeInfo, fmt.Sprintf("status %d, then the body was cut: %s", resp.StatusCode, describe(rerr, r.opts.Timeout)))
 		return
 	}
-	r.ok.Add(1)
-	_ = r.w.Write(&history.Event{Type: history.TypeOK, Op: op, NS: r.now(),
-		Resp: &history.Response{Status: resp.StatusCode, Headers: r.headers(resp.Header), Body: r.redactBody(resp.Header.Get("Content-Type"), rbody)}})
+	// The client gets the upstream's answer even when it cannot be
+	// recorded: the upstream acted on it.
+	if r.commit(&history.Event{Type: history.TypeOK, Op: op, NS: r.now(),
+		Resp: &history.Response{Status: resp.StatusCode, Headers: r.headers(resp.Header), Body: r.redactBody(resp.Header.Get("Content-Type"), rbody)}}) == nil {
+		r.ok.Add(1)
+	}
 	for k, vs := range resp.Header {
 		if !isHopByHop(k) {
 			w.Header()[k] = vs
@@ -216,17 +286,24 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 // finish records an attempt without a response and tells the client.
 func (r *Recorder) finish(w http.ResponseWriter, op int64, typ history.Type, msg string) {
-	if typ == history.TypeFail {
-		r.fail.Add(1)
-	} else {
-		r.info.Add(1)
+	if r.commit(&history.Event{Type: typ, Op: op, NS: r.now(), Error: msg}) == nil {
+		if typ == history.TypeFail {
+			r.fail.Add(1)
+		} else {
+			r.info.Add(1)
+		}
 	}
-	_ = r.w.Write(&history.Event{Type: typ, Op: op, NS: r.now(), Error: msg})
 	status := http.StatusBadGateway
 	if strings.HasPrefix(msg, "timeout") {
 		status = http.StatusGatewayTimeout
 	}
 	http.Error(w, "idemchaos record: upstream: "+msg, status)
+}
+
+// refuse answers a request that was not forwarded because the history
+// cannot be written.
+func refuse(w http.ResponseWriter, err error) {
+	http.Error(w, "idemchaos record: not forwarded: the history cannot be written ("+err.Error()+")", http.StatusServiceUnavailable)
 }
 
 func (r *Recorder) target(u *url.URL) string {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/scaffold"
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -63,7 +62,7 @@ func TestGenerated_CatchesEveryMutantOfTheReference(t *testing.T) {
 		suite = append(suite, onReference(t, f))
 	}
 	ctx := t.Context()
-	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindLocal, Standby: true, Scenarios: suite})
+	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: harness.EnvLocal, Standby: true, Scenarios: suite})
 	if err != nil {
 		t.Fatal(err)
 	}

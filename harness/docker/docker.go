@@ -1,4 +1,4 @@
-package harness
+package docker
 
 import (
 	"context"
@@ -12,15 +12,48 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/faults"
+	"github.com/idemchaos/idemchaos/harness/internal/sut"
 	"github.com/idemchaos/idemchaos/internal/dockerenv"
 	"github.com/idemchaos/idemchaos/internal/proxy"
 	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
-// DockerEnv is the docker environment as a [Runner] uses it: the
+// The name harness.Open knows this environment by (harness.EnvDocker).
+func init() { sut.Register("docker", openEnv) }
+
+// Options configure [Open].
+type Options struct {
+	// Standby also starts a streaming standby of the primary.
+	Standby bool
+	// PGImage, ToxiproxyImage and ReferenceImage choose the images ("" =
+	// the defaults: the official images when present, else the local ones
+	// `idemchaos images build` makes; the reference image is built from
+	// this module when absent).
+	PGImage, ToxiproxyImage, ReferenceImage string
+	_                                       struct{}
+}
+
+// Env is a docker environment started on its own by [Open], outside a
+// harness.Runner: what `idemchaos bench` times.
+type Env struct{ d *dockerEnv }
+
+// Open starts the docker environment as harness.Open does for
+// harness.EnvDocker.
+func Open(ctx context.Context, opts Options) (*Env, error) {
+	d, err := open(ctx, sut.Config{Standby: opts.Standby, PGImage: opts.PGImage, ToxiproxyImage: opts.ToxiproxyImage, ReferenceImage: opts.ReferenceImage})
+	if err != nil {
+		return nil, err
+	}
+	return &Env{d: d}, nil
+}
+
+// Close stops every container and removes the network.
+func (e *Env) Close(ctx context.Context) error { return e.d.Close(ctx) }
+
+// dockerEnv is the docker environment as a harness.Runner uses it: the
 // environment's containers plus the images targets start from.
-type DockerEnv struct {
+type dockerEnv struct {
 	env    *dockerenv.Env
 	images dockerenv.Images
 	seq    atomic.Int64
@@ -31,6 +64,8 @@ type DockerEnv struct {
 	mu   sync.Mutex
 	next []chan runDB
 }
+
+var _ sut.Environment = (*dockerEnv)(nil)
 
 // dbsAhead is how many reference runs' databases are made ahead: making
 // one takes longer than a short run under load, mostly CREATE DATABASE.
@@ -44,34 +79,39 @@ type runDB struct {
 	err              error
 }
 
-// Env is the started docker environment.
-func (d *DockerEnv) Env() *dockerenv.Env { return d.env }
+func openEnv(ctx context.Context, cfg sut.Config) (sut.Environment, error) { return open(ctx, cfg) }
 
-// openDocker connects to the daemon (reaping what a killed harness left),
+// open connects to the daemon (reaping what a killed harness left),
 // resolves the images and starts the environment.
-func openDocker(ctx context.Context, opts OpenOptions, standby bool) (*DockerEnv, error) {
+func open(ctx context.Context, cfg sut.Config) (*dockerEnv, error) {
 	c, err := dockerenv.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	im := c.ResolveImages(dockerenv.Images{Postgres: opts.PGImage, Toxiproxy: opts.ToxiproxyImage, Reference: opts.ReferenceImage})
+	// Without a registry nothing can be pulled: images that are not on
+	// the engine are built here, with one line on stderr for the wait.
+	im, err := c.ProvideImages(ctx, dockerenv.Images{Postgres: cfg.PGImage, Toxiproxy: cfg.ToxiproxyImage, Reference: cfg.ReferenceImage},
+		dockerenv.DefaultCatalog, dockerenv.BuildOptions{Log: os.Stderr})
+	if err != nil {
+		return nil, fmt.Errorf("docker env: %w", err)
+	}
 	// The reference image also runs the pause containers of every target.
-	if opts.ReferenceImage == "" {
+	if cfg.ReferenceImage == "" {
 		// The reference image is this binary: build (or find, by hash) it
 		// now so that it always matches the harness that drives it.
 		if im.Reference, err = c.BuildReference(ctx); err != nil {
 			return nil, fmt.Errorf("docker env: %w", err)
 		}
 	}
-	pause, err := childEnvValue(childSpec{Role: "pause"})
+	pause, err := sut.ChildEnvValue(sut.ChildSpec{Role: "pause"})
 	if err != nil {
 		return nil, err
 	}
-	e, err := c.Start(ctx, dockerenv.Config{Images: im, Standby: standby, PauseImage: im.Reference, PauseEnv: []string{pause}})
+	e, err := c.Start(ctx, dockerenv.Config{Images: im, Standby: cfg.Standby, PauseImage: im.Reference, PauseEnv: []string{pause}})
 	if err != nil {
 		return nil, err
 	}
-	d := &DockerEnv{env: e, images: im}
+	d := &dockerEnv{env: e, images: im}
 	// The first run's database and pause container start now.
 	for range dbsAhead {
 		d.next = append(d.next, d.prepareDB())
@@ -81,7 +121,7 @@ func openDocker(ctx context.Context, opts OpenOptions, standby bool) (*DockerEnv
 }
 
 // prepareDB starts making a reference run's database in the background.
-func (d *DockerEnv) prepareDB() chan runDB {
+func (d *dockerEnv) prepareDB() chan runDB {
 	ch := make(chan runDB, 1)
 	n := d.seq.Add(1)
 	r := runDB{n: n, db: fmt.Sprintf("run_%d_%d", os.Getpid(), n)}
@@ -105,7 +145,7 @@ func (d *DockerEnv) prepareDB() chan runDB {
 
 // takeDB returns the oldest database made ahead (waiting for it if it is
 // still being made) and starts making the next one.
-func (d *DockerEnv) takeDB(ctx context.Context) (runDB, error) {
+func (d *dockerEnv) takeDB(ctx context.Context) (runDB, error) {
 	d.mu.Lock()
 	if len(d.next) == 0 {
 		d.next = append(d.next, d.prepareDB())
@@ -121,20 +161,35 @@ func (d *DockerEnv) takeDB(ctx context.Context) (runDB, error) {
 	}
 }
 
-// startTarget starts the scenario's system under test in containers.
-func (d *DockerEnv) startTarget(ctx context.Context, s *scenarios.Scenario, mutant string, tokens map[string]string) (*target, error) {
+// Proxies is the toxiproxy-server container's API.
+func (d *dockerEnv) Proxies() proxy.Server { return d.env.Proxies() }
+
+// Standby is the environment's standby, whose apply delay the environment
+// sets, or nil.
+func (d *dockerEnv) Standby() sut.ReplicaDelayer {
+	if d.env.Standby() == nil {
+		return nil
+	}
+	return d.env
+}
+
+// Close stops every container and removes the network.
+func (d *dockerEnv) Close(ctx context.Context) error { return d.env.Close(ctx) }
+
+// StartTarget starts the scenario's system under test in containers.
+func (d *dockerEnv) StartTarget(ctx context.Context, spec sut.TargetSpec) (*sut.Target, error) {
 	switch {
-	case s.Target.Reference != nil:
-		return d.startReference(ctx, *s.Target.Reference, mutant, tokens)
-	case s.Target.Image != "":
-		return d.startImage(ctx, s.Target, tokens)
+	case spec.Target.Reference != nil:
+		return d.startReference(ctx, *spec.Target.Reference, spec.Mutant, spec.MutantStandby, spec.Tokens)
+	case spec.Target.Image != "":
+		return d.startImage(ctx, spec.Target)
 	}
 	return nil, errors.New("a url target needs the external environment (--env external)")
 }
 
 // dbPaths creates a fresh database and the proxies a service reaches it
 // through: the primary always, the standby when there is one.
-func (d *DockerEnv) dbPaths(ctx context.Context, db string) (primary, replica string, err error) {
+func (d *dockerEnv) dbPaths(ctx context.Context, db string) (primary, replica string, err error) {
 	if err := d.env.CreateDatabase(ctx, db); err != nil {
 		return "", "", err
 	}
@@ -155,7 +210,7 @@ func (d *DockerEnv) dbPaths(ctx context.Context, db string) (primary, replica st
 
 // startReference starts the reference service (and consumer) as
 // containers of the reference image, each run on a fresh database.
-func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.ReferenceTarget, mutant string, tokens map[string]string) (*target, error) {
+func (d *dockerEnv) startReference(ctx context.Context, spec scenarios.ReferenceTarget, mutant string, mutantStandby bool, tokens map[string]string) (*sut.Target, error) {
 	tStart := time.Now()
 	defer dockerenv.Trace("target total", tStart)
 	rdb, err := d.takeDB(ctx)
@@ -171,20 +226,12 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 	// The harness reaches the debug endpoints from the network's gateway,
 	// not from loopback.
 	allow := []netip.Prefix{subnet}
-	byToken := make(map[string]string, len(tokens))
-	for tenant, tok := range tokens {
-		byToken[tok] = tenant
-	}
-	serve := childSpec{Role: "serve", DSN: proxied, Addr: ":8080", Mutant: mutant, Lease: spec.Lease,
-		Retention: spec.Retention, RetryWindow: spec.RetryWindow, Tokens: byToken, ReplicaDSN: replica, DebugAllow: allow}
-	m, err := LookupMutant(mutant)
-	if err != nil {
-		return nil, fmt.Errorf("reference target: %w", err)
-	}
-	if replica == "" && (spec.Replica || m.Standby) {
+	serve := sut.ChildSpec{Role: "serve", DSN: proxied, Addr: ":8080", Mutant: mutant, Lease: spec.Lease,
+		Retention: spec.Retention, RetryWindow: spec.RetryWindow, Tokens: sut.ByToken(tokens), ReplicaDSN: replica, DebugAllow: allow}
+	if replica == "" && (spec.Replica || mutantStandby) {
 		return nil, errors.New("reference target: a replica is needed but the environment has no standby")
 	}
-	t := &target{dsn: dsn, dbProxy: "db-" + db, tokens: tokens, debugURL: map[string]string{}, procs: map[string]faults.Process{}}
+	t := &sut.Target{DSN: dsn, DatabaseProxy: "db-" + db, DebugURLs: map[string]string{}, Processes: map[string]faults.Process{}}
 	var (
 		mu      sync.Mutex
 		started []*dockerenv.Container
@@ -192,9 +239,9 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 	// The containers are removed in the background (the environment's
 	// Close waits for that and reports its errors): the next run need not
 	// wait for the daemon.
-	t.close = func(ctx context.Context) error {
+	t.Close = func(ctx context.Context) error {
 		defer dockerenv.Trace("target close", time.Now())
-		err := d.removeProxies(ctx, t.svcProxy, "db-"+db, "replica-"+db)
+		err := d.removeProxies(ctx, t.ServiceProxy, "db-"+db, "replica-"+db)
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range started {
@@ -203,14 +250,14 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 		started = nil
 		return err
 	}
-	fail := func(err error) (*target, error) {
-		_ = t.close(context.WithoutCancel(ctx))
+	fail := func(err error) (*sut.Target, error) {
+		_ = t.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("reference target: %w", err)
 	}
 	// runChild starts one role of the reference as a pod container; one
 	// that started but never got ready is still the close's to stop.
-	runChild := func(role childSpec, name string, port int, ready func(context.Context, *dockerenv.Container) error) (*dockerenv.Container, error) {
-		kv, err := childEnvValue(role)
+	runChild := func(role sut.ChildSpec, name string, port int, ready func(context.Context, *dockerenv.Container) error) (*dockerenv.Container, error) {
+		kv, err := sut.ChildEnvValue(role)
 		if err != nil {
 			return nil, err
 		}
@@ -230,7 +277,7 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 		wg     sync.WaitGroup
 	)
 	if spec.Consumer {
-		consume := childSpec{Role: "consume", DSN: proxied, Addr: ":8081", Mutant: mutant,
+		consume := sut.ChildSpec{Role: "consume", DSN: proxied, Addr: ":8081", Mutant: mutant,
 			VisibilityTimeout: spec.VisibilityTimeout, PollInterval: 20 * time.Millisecond, DebugAllow: allow}
 		wg.Add(1)
 		go func() {
@@ -246,19 +293,19 @@ func (d *DockerEnv) startReference(ctx context.Context, spec scenarios.Reference
 	if conErr != nil {
 		return fail(fmt.Errorf("start consumer: %w", conErr))
 	}
-	t.serviceURL, t.upstream = "http://"+svc.HostAddr(), svc.NetAddr(8080)
-	t.debugURL["service"], t.procs["service"] = t.serviceURL, d.gated(svc, t)
+	t.ServiceURL, t.Upstream = "http://"+svc.HostAddr(), svc.NetAddr(8080)
+	t.DebugURLs["service"], t.Processes["service"] = t.ServiceURL, d.gated(svc, t)
 	if con != nil {
-		t.debugURL["consumer"], t.procs["consumer"] = "http://"+con.HostAddr(), con
+		t.DebugURLs["consumer"], t.Processes["consumer"] = "http://"+con.HostAddr(), con
 	}
-	if err := t.expose(ctx, d.env.Proxies(), db, t.upstream); err != nil {
+	if err := t.Expose(ctx, d.env.Proxies(), db, t.Upstream); err != nil {
 		return fail(err)
 	}
 	return t, nil
 }
 
 // removeProxies removes the named proxies; ones never made are no error.
-func (d *DockerEnv) removeProxies(ctx context.Context, names ...string) error {
+func (d *dockerEnv) removeProxies(ctx context.Context, names ...string) error {
 	var errs []error
 	for _, n := range names {
 		if err := d.env.Proxies().RemoveProxy(ctx, n); err != nil && !errors.Is(err, proxy.ErrProxyNotFound) {
@@ -271,26 +318,26 @@ func (d *DockerEnv) removeProxies(ctx context.Context, names ...string) error {
 // startImage starts a user's service image beside its own database, with
 // Toxiproxy in front of it and on its database path. Process faults kill
 // and restart its container, so it needs no hooks.
-func (d *DockerEnv) startImage(ctx context.Context, tgt scenarios.Target, tokens map[string]string) (*target, error) {
+func (d *dockerEnv) startImage(ctx context.Context, tgt scenarios.Target) (*sut.Target, error) {
 	n := d.seq.Add(1)
 	name := fmt.Sprintf("svc-%d", n)
 	port := tgt.Port
 	if port == 0 {
 		port = 8080
 	}
-	t := &target{tokens: tokens, debugURL: map[string]string{}, procs: map[string]faults.Process{}}
+	t := &sut.Target{DebugURLs: map[string]string{}, Processes: map[string]faults.Process{}}
 	var started *dockerenv.Container
 	db := fmt.Sprintf("svc_%d_%d", os.Getpid(), n)
-	t.close = func(ctx context.Context) error {
-		errs := []error{d.removeProxies(ctx, t.svcProxy, "db-"+db, "replica-"+db)}
+	t.Close = func(ctx context.Context) error {
+		errs := []error{d.removeProxies(ctx, t.ServiceProxy, "db-"+db, "replica-"+db)}
 		if started != nil {
 			started.Discard()
 			started = nil
 		}
 		return errors.Join(errs...)
 	}
-	fail := func(err error) (*target, error) {
-		_ = t.close(context.WithoutCancel(ctx))
+	fail := func(err error) (*sut.Target, error) {
+		_ = t.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("image target %s: %w", tgt.Image, err)
 	}
 	var envv []string
@@ -303,7 +350,7 @@ func (d *DockerEnv) startImage(ctx context.Context, tgt scenarios.Target, tokens
 		if err != nil {
 			return fail(err)
 		}
-		t.dsn, t.dbProxy = d.env.DSN(db), "db-"+db
+		t.DSN, t.DatabaseProxy = d.env.DSN(db), "db-"+db
 		dsnEnv := tgt.DSNEnv
 		if dsnEnv == "" {
 			dsnEnv = "DATABASE_URL"
@@ -316,9 +363,9 @@ func (d *DockerEnv) startImage(ctx context.Context, tgt scenarios.Target, tokens
 	if err != nil {
 		return fail(err)
 	}
-	t.serviceURL, t.upstream = "http://"+c.HostAddr(), c.NetAddr(port)
-	t.procs["service"] = d.gated(c, t)
-	if err := t.expose(ctx, d.env.Proxies(), db, t.upstream); err != nil {
+	t.ServiceURL, t.Upstream = "http://"+c.HostAddr(), c.NetAddr(port)
+	t.Processes["service"] = d.gated(c, t)
+	if err := t.Expose(ctx, d.env.Proxies(), db, t.Upstream); err != nil {
 		return fail(err)
 	}
 	return t, nil
@@ -334,11 +381,11 @@ func (d *DockerEnv) startImage(ctx context.Context, tgt scenarios.Target, tokens
 // for the dials in flight to the dead container.)
 type gatedProcess struct {
 	c *dockerenv.Container
-	d *DockerEnv
-	t *target
+	d *dockerEnv
+	t *sut.Target
 }
 
-func (d *DockerEnv) gated(c *dockerenv.Container, t *target) faults.Process {
+func (d *dockerEnv) gated(c *dockerenv.Container, t *sut.Target) faults.Process {
 	return &gatedProcess{c: c, d: d, t: t}
 }
 
@@ -349,22 +396,22 @@ const restartingToxic = "idemchaos-restarting"
 
 func (g *gatedProcess) Restart(ctx context.Context) error {
 	px := g.d.env.Proxies()
-	err := px.AddToxic(ctx, g.t.svcProxy, proxy.Toxic{Name: restartingToxic, Type: "reset_peer", Stream: proxy.Upstream,
+	err := px.AddToxic(ctx, g.t.ServiceProxy, proxy.Toxic{Name: restartingToxic, Type: "reset_peer", Stream: proxy.Upstream,
 		Attributes: map[string]any{"timeout": 0}})
 	if err != nil {
 		return err
 	}
 	err = g.c.Restart(ctx)
-	return errors.Join(err, px.RemoveToxic(context.WithoutCancel(ctx), g.t.svcProxy, restartingToxic))
+	return errors.Join(err, px.RemoveToxic(context.WithoutCancel(ctx), g.t.ServiceProxy, restartingToxic))
 }
 
 // StartReference starts one correct reference target (its database, the
 // service container, its proxies) and returns its stop: what every run
 // adds to the environment's start-up, for measurements.
-func (d *DockerEnv) StartReference(ctx context.Context) (func(context.Context) error, error) {
-	t, err := d.startReference(ctx, scenarios.ReferenceTarget{}, "", map[string]string{"t1": "tok-t1"})
+func (e *Env) StartReference(ctx context.Context) (func(context.Context) error, error) {
+	t, err := e.d.startReference(ctx, scenarios.ReferenceTarget{}, "", false, map[string]string{"t1": "tok-t1"})
 	if err != nil {
 		return nil, err
 	}
-	return t.close, nil
+	return t.Close, nil
 }

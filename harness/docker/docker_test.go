@@ -1,4 +1,4 @@
-package dockerenv_test
+package docker_test
 
 import (
 	"context"
@@ -8,8 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemchaos/idemchaos/harness"
+	_ "github.com/idemchaos/idemchaos/harness/docker"
 	"github.com/idemchaos/idemchaos/history"
-	"github.com/idemchaos/idemchaos/internal/env"
+	"github.com/idemchaos/idemchaos/internal/dockerenvtest"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -21,15 +22,15 @@ import (
 var dockerMutants = []string{"no-lease", "commit-after-response", "replica-read", "check-then-insert", "no-key", "consumer-no-dedupe"}
 
 func TestDocker_BundledSuiteCleanOnReferenceAndMutantsCaught(t *testing.T) {
-	_, im := images(t)
+	_, im := dockerenvtest.Images(t)
 	ctx := context.Background()
 	suite, err := scenarios.Bundled()
 	require.NoError(t, err)
-	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: env.KindDocker, Standby: true, Scenarios: suite,
+	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: harness.EnvDocker, Standby: true, Scenarios: suite,
 		PGImage: im.Postgres, ToxiproxyImage: im.Toxiproxy, ReferenceImage: im.Reference})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = closeEnv(context.Background()) })
-	require.NotNil(t, r.Docker, "the runner runs in the docker environment")
+	require.Equal(t, harness.EnvDocker, r.Kind(), "the runner runs in the docker environment")
 	r.HistoryDir = t.TempDir()
 
 	m, err := r.CatchMatrix(ctx, suite, harness.MatrixOptions{Seed: 1, Mutants: dockerMutants})
@@ -74,7 +75,7 @@ func countFired(fired map[string]int, h *history.History) {
 // front and on its database path. The correct service passes; --buggy
 // (ORDERSVC_BUGGY=1) is caught.
 func TestDocker_UserServiceImage(t *testing.T) {
-	c, im := images(t)
+	c, im := dockerenvtest.Images(t)
 	ctx := context.Background()
 	image, err := c.BuildGoImage(ctx, "idemchaos-test/ordersvc", "github.com/idemchaos/idemchaos/examples/ordersvc/cmd/ordersvc")
 	require.NoError(t, err)
@@ -91,7 +92,7 @@ func TestDocker_UserServiceImage(t *testing.T) {
 		PGImage: im.Postgres, ToxiproxyImage: im.Toxiproxy, ReferenceImage: im.Reference})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = closeEnv(context.Background()) })
-	require.NotNil(t, r.Docker, "an image target picks the docker environment")
+	require.Equal(t, harness.EnvDocker, r.Kind(), "an image target picks the docker environment")
 	r.HistoryDir = t.TempDir()
 
 	o, err := r.Run(ctx, correct, harness.RunOptions{Seed: 1})

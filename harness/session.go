@@ -1,0 +1,194 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/idemchaos/idemchaos/harness/driver"
+	"github.com/idemchaos/idemchaos/harness/internal/sut"
+	"github.com/idemchaos/idemchaos/harness/oracle"
+	"github.com/idemchaos/idemchaos/history"
+)
+
+// session is one run's history as it is written: the file and its meta
+// line, the recorder every event goes through, the world the faults act
+// on, and the oracle the effects are read with. Every step of the run
+// writes to it.
+type session struct {
+	path     string
+	f        *os.File
+	meta     *metaLine
+	rec      *driver.Recorder
+	world    *world
+	oracle   oracle.Oracle
+	named    *acks
+	recorded map[string]bool // effects already in the history
+	load     history.LoadOptions
+	// stopFlush ends the loop that flushes the history as the run goes.
+	stopFlush chan struct{}
+}
+
+// openSession creates the run's history (its meta line first) against the
+// started target t.
+func (r *Runner) openSession(rp *runPlan, t *sut.Target, opts RunOptions) (*session, error) {
+	path, f, err := r.historyFile(rp.name, opts)
+	if err != nil {
+		return nil, err
+	}
+	ora := oracleFor(rp.effects, rp.target.Target.Reference, t.DSN, t.HasConsumer())
+	begun := time.Now()
+	meta, err := writeMeta(f, rp.name, opts.Seed, begun, rp.contract, ora != nil)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	rec := driver.NewRecorderAt(history.NewWriter(f), begun)
+	if r.OnEvent != nil {
+		rec.OnEvent(r.OnEvent)
+	}
+	if rp.named != nil {
+		rec.OnEvent(rp.named.event)
+	}
+	w := &world{proxies: r.env.Proxies(), t: t, hooks: rp.hooks, rec: rec, rng: newLockedRand(opts.Seed)}
+	if sb := r.env.Standby(); sb != nil && rp.standby {
+		w.standby = sb
+	}
+	s := &session{path: path, f: f, meta: meta, rec: rec, world: w, oracle: ora, named: rp.named,
+		recorded: map[string]bool{}, load: rp.load, stopFlush: make(chan struct{})}
+	// Flush as the run goes, so the file can be followed while it runs and
+	// a run killed outright still leaves most of its history.
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stopFlush:
+				return
+			case <-t.C:
+				_ = rec.Flush()
+			}
+		}
+	}()
+	return s, nil
+}
+
+// close ends the history. A run cut short leaves a partial history: it
+// says so, so that a later check reads unknown, never a violation.
+func (s *session) close(ctx context.Context) {
+	close(s.stopFlush)
+	if ctx.Err() != nil {
+		_ = s.rec.Interrupted(context.Cause(ctx).Error())
+	}
+	_ = s.rec.Flush()
+	s.f.Close()
+}
+
+// plan is step st's plan; prev is the previous step's.
+func (s *session) plan(st *stepPlan, prev Plan) (Plan, error) {
+	if st.given != nil || st.callbacks == nil {
+		return st.draw(prev), nil
+	}
+	// Callbacks are for the orders the history so far shows created.
+	if err := s.rec.Flush(); err != nil {
+		return Plan{}, err
+	}
+	p, err := callbackPlan(s.path, st.endpointPath, *st.callbacks, st.seed)
+	if err != nil {
+		return Plan{}, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	return withFaults(p, st.faults), nil
+}
+
+// step sends the step's plan with its faults, records the effects the
+// service produced, and returns the history so far.
+func (s *session) step(ctx context.Context, st *stepPlan, plan Plan) (driver.Stats, *history.History, error) {
+	// Until this step's effects are read, the history says they are
+	// not: a run interrupted now keeps a history that cannot be judged
+	// on effects, rather than one that claims none were made.
+	if err := s.meta.set(false); err != nil {
+		return driver.Stats{}, nil, err
+	}
+	stats, stopFaults, err := sendStep(ctx, s.world, st, plan)
+	if err == nil {
+		err = recordEffects(ctx, s.oracle, s.rec, s.recorded, s.named)
+	}
+	if err == nil && ctx.Err() == nil {
+		if err = s.rec.Flush(); err == nil {
+			err = s.meta.set(true)
+		}
+	}
+	if ferr := stopFaults(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		if !errors.Is(err, ErrSetup) {
+			err = fmt.Errorf("%w: %w", ErrSetup, err)
+		}
+		return stats, nil, err
+	}
+	if err := s.rec.Flush(); err != nil {
+		return stats, nil, err
+	}
+	h, err := loadHistory(s.path, s.load)
+	return stats, h, err
+}
+
+func (r *Runner) historyFile(scenario string, opts RunOptions) (string, *os.File, error) {
+	if opts.HistoryPath != "" {
+		f, err := os.Create(opts.HistoryPath)
+		return opts.HistoryPath, f, err
+	}
+	dir := r.HistoryDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(scenario)
+	f, err := os.CreateTemp(dir, fmt.Sprintf("%s-seed%d-*.jsonl", name, opts.Seed))
+	if err != nil {
+		return "", nil, err
+	}
+	return filepath.Clean(f.Name()), f, nil
+}
+
+func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder, seen map[string]bool, named *acks) error {
+	if ora == nil {
+		return nil
+	}
+	fx, err := ora.Effects(ctx)
+	if err != nil {
+		return err
+	}
+	for _, e := range fx {
+		// An effect is one (tenant, id): services number orders per tenant,
+		// so the same id under two tenants is two effects.
+		id := e.Tenant + "\x00" + e.ID
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if e.Intent == "" {
+			e.Intent = named.intentOf(e.Tenant, e.ID)
+		}
+		if err := rec.Effect(e.Tenant, e.Key, e.Intent, e.ID, e.Kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loadHistory(path string, opts history.LoadOptions) (*history.History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return history.Load(f, opts)
+}
