@@ -149,7 +149,7 @@ func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map
 		}
 		sp.driver = driver.Config{Tokens: withProvider(s.Endpoint.Tokens, st.Callbacks), KeyHeader: s.Endpoint.KeyHeader, Template: rq.tmpl,
 			Concurrency: tr.Concurrency, MaxRequests: tr.MaxRequests, Deadline: tr.Deadline, Timeout: tr.Timeout,
-			Model: driver.Model(tr.Client), InFlightStatus: inFlight,
+			Model: driver.Model(tr.Client), InFlightStatus: inFlight, DecisionBound: decisionBound(s),
 			Retry: driver.RetryPolicy{MaxAttempts: tr.Retry.MaxAttempts, Base: tr.Retry.Base, Max: tr.Retry.Max, MaxRetryAfter: tr.Retry.MaxRetryAfter, Budget: tr.Retry.Budget}}
 		if s.Target.Reference != nil {
 			// The reference stores the intent on its orders, so its effects
