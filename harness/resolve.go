@@ -30,9 +30,13 @@ type runPlan struct {
 	// target's database is the one it replicates).
 	standby  bool
 	contract *history.Contract // for the meta line
-	checker  checkers.Checker
-	load     history.LoadOptions
-	effects  scenarios.Effects // the oracle is made once the target is up
+	// invariants are the checks judged, named in the meta line; judge are
+	// the options the verdict rules read (the contract's statuses).
+	invariants []string
+	checker    checkers.Checker
+	judge      []checkers.Option
+	load       history.LoadOptions
+	effects    scenarios.Effects // the oracle is made once the target is up
 	// tenants are those an http oracle with placeholders reads for.
 	tenants []oracle.Tenant
 	named   *acks // nil: the scenario names no response id
@@ -95,7 +99,8 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 	if err != nil {
 		return nil, err
 	}
-	rp.contract, rp.load = contract.Meta(), contract.LoadOptions()
+	rp.contract, rp.load, rp.judge = contract.Meta(), contract.LoadOptions(), contract.Options()
+	rp.invariants = s.InvariantNames()
 	if rp.checker, err = s.Checker(); err != nil {
 		return nil, err
 	}
@@ -110,8 +115,13 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 	if s.Target.Reference == nil {
 		keyPrefix = fmt.Sprintf("%s-%s-", s.Name, runNonce())
 	}
-	rp.steps, err = resolveSteps(s, opts.Seed, keyPrefix, opts.Plans)
-	return rp, err
+	if rp.steps, err = resolveSteps(s, opts.Seed, keyPrefix, opts.Plans); err != nil {
+		return nil, err
+	}
+	if opts.Expect != "" && len(rp.steps) > 0 {
+		rp.steps[len(rp.steps)-1].expect = opts.Expect
+	}
+	return rp, nil
 }
 
 // resolveSteps resolves every step of s: its faults built (fresh values,
@@ -142,7 +152,7 @@ func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map
 		}
 		sp.driver = driver.Config{Tokens: withProvider(s.Endpoint.Tokens, st.Callbacks), KeyHeader: s.Endpoint.KeyHeader, Template: rq.tmpl,
 			Concurrency: tr.Concurrency, MaxRequests: tr.MaxRequests, Deadline: tr.Deadline, Timeout: tr.Timeout,
-			Model: driver.Model(tr.Client), InFlightStatus: inFlight,
+			Model: driver.Model(tr.Client), InFlightStatus: inFlight, DecisionBound: decisionBound(s),
 			Retry: driver.RetryPolicy{MaxAttempts: tr.Retry.MaxAttempts, Base: tr.Retry.Base, Max: tr.Retry.Max, MaxRetryAfter: tr.Retry.MaxRetryAfter, Budget: tr.Retry.Budget}}
 		if s.Target.Reference != nil {
 			// The reference stores the intent on its orders, so its effects

@@ -133,6 +133,16 @@ func renderURL(u string, tn Tenant) string {
 }
 
 func (o httpOracle) Effects(ctx context.Context) ([]history.Effect, error) {
+	r, err := o.read(ctx)
+	return r.Effects, err
+}
+
+// read reads every listing (one per tenant, or the one) to its last page.
+// When none yields an effect it says where it read — the URL as written,
+// placeholders and all, so no token is quoted — and what the last page
+// said.
+func (o httpOracle) read(ctx context.Context) (Reading, error) {
+	r := Reading{Source: "GET " + o.c.URL}
 	paths := map[string]*jsonpath.Path{}
 	for _, expr := range []string{o.c.Items, o.c.Tenant, o.c.Key, o.c.ID, o.c.Next} {
 		if expr == "" {
@@ -140,62 +150,70 @@ func (o httpOracle) Effects(ctx context.Context) ([]history.Effect, error) {
 		}
 		p, err := jsonpath.Parse(expr)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %q: %w", ErrOracle, expr, err)
+			return r, fmt.Errorf("%w: %q: %w", ErrOracle, expr, err)
 		}
 		paths[expr] = p
 	}
 	reads, err := o.reads()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrOracle, err)
+		return r, fmt.Errorf("%w: %w", ErrOracle, err)
 	}
-	var out []history.Effect
-	for _, r := range reads {
-		fx, err := o.list(ctx, r, paths)
+	if PerTenant(o.c.URL, o.c.Headers) {
+		r.Source = fmt.Sprintf("GET %s once per tenant (%d)", o.c.URL, len(reads))
+	}
+	var last page
+	for _, rd := range reads {
+		fx, lp, err := o.list(ctx, rd, paths)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrOracle, err)
+			return r, fmt.Errorf("%w: %w", ErrOracle, err)
 		}
-		out = append(out, fx...)
+		r.Effects = append(r.Effects, fx...)
+		last = lp
 	}
-	return out, nil
+	if len(r.Effects) == 0 {
+		r.Got = strconv.Itoa(last.status) + " " + clip(strings.Join(strings.Fields(string(last.body)), " "), maxGot)
+	}
+	return r, nil
 }
 
-// list reads every page of one read's listing.
-func (o httpOracle) list(ctx context.Context, r read, paths map[string]*jsonpath.Path) ([]history.Effect, error) {
+// list reads every page of one read's listing, and returns its effects and
+// its last page.
+func (o httpOracle) list(ctx context.Context, r read, paths map[string]*jsonpath.Path) ([]history.Effect, page, error) {
 	first, err := url.Parse(r.url)
 	if err != nil {
-		return nil, fmt.Errorf("effects.url %q: %w", r.url, err)
+		return nil, page{}, fmt.Errorf("effects.url %q: %w", r.url, err)
 	}
 	var out []history.Effect
 	seen := map[string]bool{}
-	page := first
+	at := first
 	for n := 1; ; n++ {
-		if seen[page.String()] {
-			return nil, fmt.Errorf("GET %s: effects.next leads to a page already read: the listing loops", page)
+		if seen[at.String()] {
+			return nil, page{}, fmt.Errorf("GET %s: effects.next leads to a page already read: the listing loops", at)
 		}
 		if n > maxPages {
-			return nil, fmt.Errorf("GET %s: more than %d pages: effects.next never ends", first, maxPages)
+			return nil, page{}, fmt.Errorf("GET %s: more than %d pages: effects.next never ends", first, maxPages)
 		}
-		seen[page.String()] = true
-		doc, err := o.get(ctx, page.String(), r.headers)
+		seen[at.String()] = true
+		p, err := o.get(ctx, at.String(), r.headers)
 		if err != nil {
-			return nil, err
+			return nil, p, err
 		}
-		fx, err := o.pick(doc, r, paths)
+		fx, err := o.pick(p.doc, r, paths)
 		if err != nil {
-			return nil, fmt.Errorf("GET %s: %w", page, err)
+			return nil, p, fmt.Errorf("GET %s: %w", at, err)
 		}
 		out = append(out, fx...)
 		if o.c.Next == "" {
-			return out, nil
+			return out, p, nil
 		}
-		next, more, err := o.next(doc, first, page, paths[o.c.Next])
+		next, more, err := o.next(p.doc, first, at, paths[o.c.Next])
 		if err != nil {
-			return nil, fmt.Errorf("GET %s: effects.next %q: %w", page, o.c.Next, err)
+			return nil, p, fmt.Errorf("GET %s: effects.next %q: %w", at, o.c.Next, err)
 		}
 		if !more {
-			return out, nil
+			return out, p, nil
 		}
-		page = next
+		at = next
 	}
 }
 
@@ -242,27 +260,38 @@ func (o httpOracle) next(doc any, first, page *url.URL, p *jsonpath.Path) (*url.
 	return u, true, nil
 }
 
-func (o httpOracle) get(ctx context.Context, u string, headers map[string]string) (any, error) {
+// page is one GET's answer: the decoded document, and the status and body
+// it came with (quoted when a listing yields no effect at all).
+type page struct {
+	doc    any
+	status int
+	body   []byte
+}
+
+func (o httpOracle) get(ctx context.Context, u string, headers map[string]string) (page, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, err
+		return page{}, err
 	}
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
+		return page{}, fmt.Errorf("GET %s: %w", u, err)
 	}
 	defer resp.Body.Close()
+	p := page{status: resp.StatusCode}
 	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("GET %s: status %d", u, resp.StatusCode)
+		return p, fmt.Errorf("GET %s: status %d", u, resp.StatusCode)
 	}
-	doc, err := decode(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: not JSON: %w", u, err)
+	if p.body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20)); err != nil {
+		return p, fmt.Errorf("GET %s: %w", u, err)
 	}
-	return doc, nil
+	if p.doc, err = decode(bytes.NewReader(p.body)); err != nil {
+		return p, fmt.Errorf("GET %s: not JSON: %w", u, err)
+	}
+	return p, nil
 }
 
 // pick selects one page's effects; on a read per tenant, an item without a

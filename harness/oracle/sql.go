@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/idemchaos/idemchaos/history"
 )
@@ -24,6 +25,25 @@ type sqlOracle struct {
 }
 
 func (o sqlOracle) Effects(ctx context.Context) ([]history.Effect, error) {
+	r, err := o.read(ctx)
+	return r.Effects, err
+}
+
+// read runs the query once; with no row it says which query read nothing.
+func (o sqlOracle) read(ctx context.Context) (Reading, error) {
+	r := Reading{Source: "query " + clip(oneLine(o.query), maxGot)}
+	fx, err := o.rows(ctx)
+	r.Effects = fx
+	if err == nil && len(fx) == 0 {
+		r.Got = "0 rows"
+	}
+	return r, err
+}
+
+// oneLine is a query on one line, its whitespace collapsed.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func (o sqlOracle) rows(ctx context.Context) ([]history.Effect, error) {
 	d, err := driverFor(o.dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: effects.dsn: %w", ErrOracle, err)
