@@ -184,3 +184,24 @@ func TestHTTP_PagingThatGoesWrong(t *testing.T) {
 		t.Errorf("a per-tenant URL with no tenants: %v", err)
 	}
 }
+
+// A per-tenant read that finds nothing says where it read as written (the
+// placeholders, never a tenant's token) and what the last page said, so
+// that a wrong URL is told from a service that made nothing.
+func TestHTTP_ReadingOfAnEmptyPerTenantListing(t *testing.T) {
+	t.Parallel()
+	srv := listing(t, map[string][]string{}, false)
+	defer srv.Close()
+	cfg := oracle.HTTPConfig{URL: srv.URL + "/customers/{{tenant}}/orders", Headers: map[string]string{"Authorization": "Bearer {{token}}"},
+		Items: "$.data[*]", Key: "$.key", ID: "$.id", Tenants: []oracle.Tenant{{Name: "t1", Token: "tok-t1"}, {Name: "t2", Token: "tok-t2"}}}
+	r, err := oracle.Read(context.Background(), oracle.HTTP(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "GET " + srv.URL + "/customers/{{tenant}}/orders once per tenant (2)"; r.Source != want || len(r.Effects) != 0 {
+		t.Errorf("source %q, %d effects; want %q", r.Source, len(r.Effects), want)
+	}
+	if r.Got != `200 {"data":[],"next":null}` || strings.Contains(r.Source+r.Got, "tok-") {
+		t.Errorf("got %q", r.Got)
+	}
+}

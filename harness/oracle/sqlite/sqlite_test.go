@@ -107,3 +107,17 @@ func TestSQL_RefusesWhatIsNotADatabase(t *testing.T) {
 		t.Error("reading a missing database created it")
 	}
 }
+
+// An empty table reads as zero effects, and the reading says which query
+// found no row.
+func TestSQL_ReadingOfAnEmptyTable(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "empty.sqlite")
+	if out, err := exec.Command("python3", "-c", "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('CREATE TABLE orders (customer, idem, id)')", file).CombinedOutput(); err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+	r, err := oracle.Read(context.Background(), oracle.SQL("sqlite:"+file, "SELECT customer, idem,\n  id FROM orders"))
+	if err != nil || len(r.Effects) != 0 || r.Source != "query SELECT customer, idem, id FROM orders" || r.Got != "0 rows" {
+		t.Fatalf("reading %+v, %v", r, err)
+	}
+}
