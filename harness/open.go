@@ -3,11 +3,10 @@ package harness
 import (
 	"context"
 	"fmt"
-	"net/url"
 
 	"github.com/idemchaos/idemchaos/faults"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/internal/env"
-	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -18,7 +17,9 @@ type OpenOptions struct {
 	Kind env.Kind
 	// TargetURL is the user's service for external runs.
 	TargetURL string
-	// AllowRemote permits a non-loopback target.
+	// AllowRemote is the command line's --allow-remote: addresses off this
+	// machine pass the address gate (target, database, oracles, Toxiproxy,
+	// listeners). A scenario's target.allow_remote only demands it.
 	AllowRemote bool
 	// DatabaseAddr, for external runs, is the service's database: the
 	// harness proxies it so DB faults work (point the service at the proxy).
@@ -38,9 +39,10 @@ type OpenOptions struct {
 	ToxiproxyURL string
 	// Scenarios are inspected for what they need.
 	Scenarios []*scenarios.Scenario
-	// Resolver resolves the host names of the target, the database address
-	// and http oracles for the loopback rule (nil: the system's).
-	Resolver env.Resolver
+	// HostsFile is where the address gate looks names up first ("" =
+	// /etc/hosts); names it does not know need DNS, asked only with
+	// AllowRemote.
+	HostsFile string
 	// PGImage, ToxiproxyImage and ReferenceImage choose the docker
 	// environment's images ("" = the defaults; see [dockerenv.Images]).
 	PGImage, ToxiproxyImage, ReferenceImage string
@@ -50,9 +52,27 @@ type OpenOptions struct {
 // Open starts the environment the scenarios need and returns a runner for
 // it, and the function that stops it and removes everything it made.
 func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context) error, error) {
-	if err := checkOracleHosts(ctx, opts); err != nil {
+	g := gateOf(opts.AllowRemote, opts.HostsFile)
+	if err := checkScenarioAddresses(ctx, g, opts.Scenarios); err != nil {
 		return nil, nil, err
 	}
+	if opts.ToxiproxyURL != "" {
+		u, err := g.PinURL(ctx, opts.ToxiproxyURL, "--toxiproxy")
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.ToxiproxyURL = u.String()
+	}
+	r, closeEnv, err := open(ctx, opts, g)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.addrs = g
+	return r, closeEnv, nil
+}
+
+// open starts the environment of opts, whose addresses g has checked.
+func open(ctx context.Context, opts OpenOptions, g *addrgate.Gate) (*Runner, func(context.Context) error, error) {
 	kind := opts.Kind
 	if kind == "" || kind == env.KindAuto {
 		kind = env.KindLocal
@@ -64,11 +84,7 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 	}
 	switch kind {
 	case env.KindExternal:
-		allow := opts.AllowRemote
-		for _, s := range opts.Scenarios {
-			allow = allow || s.Target.AllowRemote
-		}
-		ext, err := env.StartExternal(ctx, env.ExternalConfig{ServiceURL: opts.TargetURL, AllowRemote: allow, DatabaseAddr: opts.DatabaseAddr, DatabaseListen: opts.DatabaseListen, ToxiproxyURL: opts.ToxiproxyURL, Resolver: opts.Resolver})
+		ext, err := env.StartExternal(ctx, env.ExternalConfig{ServiceURL: opts.TargetURL, Gate: g, DatabaseAddr: opts.DatabaseAddr, DatabaseListen: opts.DatabaseListen, ToxiproxyURL: opts.ToxiproxyURL})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -135,25 +151,6 @@ func scenarioNeedsStandby(s *scenarios.Scenario) bool {
 		}
 	}
 	return false
-}
-
-// checkOracleHosts applies the loopback rule to http oracles, which are
-// sent requests too: every address an effects.url host resolves to must be
-// loopback unless remote targets are allowed.
-func checkOracleHosts(ctx context.Context, opts OpenOptions) error {
-	for _, s := range opts.Scenarios {
-		if s.Effects.Oracle != "http" || opts.AllowRemote || s.Target.AllowRemote {
-			continue
-		}
-		u, err := url.Parse(s.Effects.URL)
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("%s: effects.url %q: want http(s)://host[:port]/path", s.Name, s.Effects.URL)
-		}
-		if _, err := env.ResolveLoopback(ctx, opts.Resolver, netaddr.HostPort(u), "effects.url"); err != nil {
-			return fmt.Errorf("%s: %w", s.Name, err)
-		}
-	}
-	return nil
 }
 
 // imageTargets says whether a scenario's target is a service image.

@@ -14,14 +14,15 @@ import (
 // PrepareExternal points a scenario at the user's service at url (--target)
 // and checks that it can run there: the reference oracle cannot read a
 // foreign service, and every fault that acts through the scenario's hooks
-// must find them. allowRemote adds to the scenario's own
-// target.allow_remote. It returns what it changed besides the target, for
+// must find them. The scenario's target.allow_remote went with its old
+// URL: whether url may be remote is the command line's --allow-remote
+// (allowRemote) alone, which [Open] is told. It returns what it changed besides the target, for
 // the user to read: an effects.url on the scenario's old target origin
 // moves with it (the same service's effects endpoint), and the reference
 // oracle gives way to none.
 func PrepareExternal(s *scenarios.Scenario, url string, allowRemote bool) ([]string, error) {
 	old := s.Target.URL
-	s.Target = scenarios.Target{URL: url, AllowRemote: allowRemote || s.Target.AllowRemote}
+	s.Target = scenarios.Target{URL: url, AllowRemote: allowRemote}
 	var notes []string
 	if s.Effects.Oracle == "reference" {
 		s.Effects.Oracle = "none"
@@ -84,12 +85,13 @@ func TargetURL(ss []*scenarios.Scenario) (string, error) {
 // CheckOracle reads a scenario's effects once before any traffic is sent,
 // so that a wrong DSN, URL or query is reported up front and not after a
 // run has written to the user's service. The reference's oracle needs a
-// started target and is not checked here.
-func CheckOracle(ctx context.Context, s *scenarios.Scenario) error {
+// started target and is not checked here. The read goes through the
+// runner's address gate, every redirect hop included.
+func (r *Runner) CheckOracle(ctx context.Context, s *scenarios.Scenario) error {
 	if s.Effects.Oracle == "reference" {
 		return nil
 	}
-	o := oracleFor(s, "", false)
+	o := oracleFor(r.gate(), s, "", false)
 	if o == nil {
 		return nil
 	}

@@ -71,6 +71,7 @@ func (r *Runner) runStep(ctx context.Context, w *world, t *target, tr scenarios.
 		Model: driver.Model(tr.Client), InFlightStatus: inFlightStatus(s),
 		Retry: driver.RetryPolicy{MaxAttempts: tr.Retry.MaxAttempts, Base: tr.Retry.Base, Max: tr.Retry.Max, MaxRetryAfter: tr.Retry.MaxRetryAfter, Budget: tr.Retry.Budget},
 		Seed:  plan.Seed, Recorder: w.rec, Router: router{w: w, faults: fs},
+		Dial: r.gate().For("the target's proxy").DialContext,
 	}
 	if s.Target.Reference != nil {
 		// The reference stores the intent on its orders, so its effects

@@ -17,6 +17,7 @@ import (
 	"github.com/idemchaos/idemchaos/harness/driver"
 	"github.com/idemchaos/idemchaos/harness/oracle"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/internal/ctxwait"
 	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/internal/proxy"
@@ -40,7 +41,10 @@ type Runner struct {
 	HistoryDir string
 	// OnEvent sees every event recorded (progress displays). Must not block.
 	OnEvent func(*history.Event)
-	_       struct{}
+	// addrs is the address gate [Open] checked the environment with; the
+	// oracles and the driver connect through it (nil: loopback only).
+	addrs *addrgate.Gate
+	_     struct{}
 }
 
 // RunOptions say how to run one scenario.
@@ -172,7 +176,7 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 	}
 	defer f.Close()
 	out.HistoryPath = path
-	ora := oracleFor(s, t.dsn, t.hasConsumer())
+	ora := oracleFor(r.gate(), s, t.dsn, t.hasConsumer())
 	begun := time.Now()
 	contract, err := s.CheckerContract()
 	if err != nil {
@@ -356,7 +360,7 @@ func (r *Runner) startTarget(ctx context.Context, s *scenarios.Scenario, mutant 
 // the reference's reads its database (dsn), waiting for its consumer to
 // drain the queue when one runs; sql and http read the user's service.
 // nil: the scenario reads no effects.
-func oracleFor(s *scenarios.Scenario, dsn string, consumer bool) oracle.Oracle {
+func oracleFor(g *addrgate.Gate, s *scenarios.Scenario, dsn string, consumer bool) oracle.Oracle {
 	switch s.Effects.Oracle {
 	case "reference":
 		drain := time.Duration(0)
@@ -365,12 +369,12 @@ func oracleFor(s *scenarios.Scenario, dsn string, consumer bool) oracle.Oracle {
 		}
 		return oracle.Reference(dsn, drain)
 	case "sql":
-		if s.Effects.DSN == "" {
-			return oracle.SQL(dsn, s.Effects.Query) // an image target's own database
+		if s.Effects.DSN != "" {
+			dsn = s.Effects.DSN // else an image target's own database
 		}
-		return oracle.SQL(s.Effects.DSN, s.Effects.Query)
+		return oracle.SQL(dsn, s.Effects.Query, oracle.Through(g.For("effects.dsn")))
 	case "http":
-		return oracle.HTTP(s.Effects.URL, s.Effects.Items, s.Effects.Tenant, s.Effects.Key, s.Effects.ID)
+		return oracle.HTTP(s.Effects.URL, s.Effects.Items, s.Effects.Tenant, s.Effects.Key, s.Effects.ID, oracle.Through(g.For("effects.url")))
 	}
 	return nil
 }

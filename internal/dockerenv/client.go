@@ -11,6 +11,8 @@ import (
 
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 )
 
 // Labels on everything this package creates.
@@ -37,6 +39,9 @@ type Client struct {
 // reaps environments whose harness died. An unreachable daemon is
 // [ErrDaemonUnreachable].
 func Connect(ctx context.Context) (*Client, error) {
+	if err := addrgate.DockerHost(os.Getenv("DOCKER_HOST")); err != nil {
+		return nil, err
+	}
 	pool, err := dockertest.NewPool("")
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrDaemonUnreachable, err)

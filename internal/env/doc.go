@@ -6,8 +6,8 @@
 //   - external: a user's service URL (and optionally its database address
 //     and a DSN for the SQL effect oracle). The harness puts its own proxies
 //     in front of the service and, if asked, between the service and its
-//     database. Targets must be loopback unless remote targets are allowed
-//     explicitly.
+//     database. Every address passes through the address gate
+//     ([addrgate]): loopback unless the command line allows remote ones.
 //   - docker: not built yet; [Start] returns [ErrDockerUnavailable].
 //   - auto: external when a service URL is given, else local when Postgres
 //     binaries are found, else [ErrNoEnvironment] saying what to install.
@@ -24,11 +24,9 @@
 //     [Local.ProxiedDSN], [Local.StartProcess], [Local.Run], [Local.Close].
 //   - [External], [ExternalConfig], [StartExternal]: [External.ServiceURL]
 //     (through the proxy), [External.TargetURL], [External.DatabaseProxyAddr],
-//     [External.DSN]; [CheckLoopback], [ResolveLoopback] with a [Resolver]
-//     (every address a name resolves to must be loopback), [CheckReachable].
+//     [External.DSN]; [CheckReachable].
 //   - [ServiceProxy], [DatabaseProxy]: the proxy names both environments use
 //     (the same as faults.ServiceLink and faults.DatabaseLink).
-//   - [NotLoopbackError], [UnreachableError]; [ErrNotLoopback],
-//     [ErrUnreachable], [ErrNoEnvironment], [ErrDockerUnavailable],
+//   - [UnreachableError]; [ErrUnreachable], [ErrNoEnvironment], [ErrDockerUnavailable],
 //     [ErrUnknownKind].
 package env

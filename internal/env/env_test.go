@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemchaos/idemchaos/harness/pgtest"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/internal/proc"
 	"github.com/idemchaos/idemchaos/internal/proxy"
@@ -101,26 +102,10 @@ func TestStart_DockerNotBuilt(t *testing.T) {
 	}
 }
 
-func TestCheckLoopback_Addresses(t *testing.T) {
-	t.Parallel()
-	for addr, ok := range map[string]bool{
-		"127.0.0.1:8080": true, "127.9.9.9:1": true, "[::1]:80": true, "localhost:5432": false, "LOCALHOST:1": false,
-		"10.0.0.5:8080": false, "[2001:db8::1]:80": false, "example.com:80": false, "0.0.0.0:80": false,
-	} {
-		err := env.CheckLoopback(addr)
-		if ok != (err == nil) {
-			t.Errorf("CheckLoopback(%s) = %v, want ok=%t", addr, err, ok)
-		}
-		if !ok && !errors.Is(err, env.ErrNotLoopback) {
-			t.Errorf("CheckLoopback(%s) = %v, not ErrNotLoopback", addr, err)
-		}
-	}
-}
-
 func TestStartExternal_RefusesNonLoopbackTarget(t *testing.T) {
 	t.Parallel()
 	_, err := env.StartExternal(context.Background(), env.ExternalConfig{ServiceURL: "http://10.0.0.5:8080/v1"})
-	var nl *env.NotLoopbackError
+	var nl *addrgate.NotLoopbackError
 	if !errors.As(err, &nl) || nl.Addr != "10.0.0.5:8080" {
 		t.Fatalf("StartExternal: %v, want NotLoopbackError for 10.0.0.5:8080", err)
 	}
@@ -128,7 +113,7 @@ func TestStartExternal_RefusesNonLoopbackTarget(t *testing.T) {
 		t.Fatalf("message: %v", err)
 	}
 	_, err = env.StartExternal(context.Background(), env.ExternalConfig{ServiceURL: "http://127.0.0.1:8080", DatabaseAddr: "10.0.0.6:5432"})
-	if !errors.Is(err, env.ErrNotLoopback) || !strings.Contains(err.Error(), "--db-addr 10.0.0.6:5432") {
+	if !errors.Is(err, addrgate.ErrNotLoopback) || !strings.Contains(err.Error(), "--db-addr 10.0.0.6:5432") {
 		t.Fatalf("remote database address: %v, want ErrNotLoopback naming --db-addr", err)
 	}
 }
@@ -137,7 +122,7 @@ func TestStartExternal_UnreachableTargetWithin5s(t *testing.T) {
 	t.Parallel()
 	for name, cfg := range map[string]env.ExternalConfig{
 		"refused":    {ServiceURL: "http://" + closedPort(t)},
-		"no-route":   {ServiceURL: "http://192.0.2.1:9", AllowRemote: true}, // TEST-NET-1: never answers
+		"no-route":   {ServiceURL: "http://192.0.2.1:9", Gate: addrgate.New(addrgate.Config{AllowRemote: true})}, // TEST-NET-1: never answers
 		"db-refused": {ServiceURL: "http://" + startService(t), DatabaseAddr: closedPort(t)},
 		"blackhole":  {ServiceURL: "http://" + blackhole(t)}, // SYNs dropped: only the 5s deadline ends the dial
 	} {

@@ -5,9 +5,6 @@ import (
 	"fmt"
 )
 
-// ErrNotLoopback is matched (errors.Is) by every [NotLoopbackError].
-var ErrNotLoopback = errors.New("target is not a loopback address")
-
 // ErrUnreachable is matched (errors.Is) by every [UnreachableError].
 var ErrUnreachable = errors.New("target unreachable")
 
@@ -23,35 +20,6 @@ var ErrDockerUnavailable = errors.New("docker environment not available (not bui
 // ErrUnknownKind means an environment name is not one of auto, local,
 // external, docker.
 var ErrUnknownKind = errors.New("unknown environment kind")
-
-// NotLoopbackError refuses a target outside 127.0.0.0/8, ::1 and
-// "localhost" when remote targets were not allowed: idemchaos sends faults
-// and load, and must not do so to someone else's machine by accident.
-type NotLoopbackError struct {
-	// Addr is the refused host:port.
-	Addr string
-	// Setting is where it came from, e.g. "--target", "--db-addr",
-	// "effects.url" ("" for a target).
-	Setting string
-	// Resolved is the non-loopback address a name resolved to ("" when
-	// Addr itself is one).
-	Resolved string
-}
-
-// Error says what was refused and how to allow it.
-func (e *NotLoopbackError) Error() string {
-	setting := e.Setting
-	if setting == "" {
-		setting = "target"
-	}
-	if e.Resolved != "" {
-		return fmt.Sprintf("%s %s resolves to %s, which is not a loopback address; pass --allow-remote to send traffic there", setting, e.Addr, e.Resolved)
-	}
-	return fmt.Sprintf("%s %s is not a loopback address; pass --allow-remote to send traffic there", setting, e.Addr)
-}
-
-// Is makes errors.Is(err, [ErrNotLoopback]) true.
-func (e *NotLoopbackError) Is(target error) bool { return target == ErrNotLoopback }
 
 // UnreachableError means a TCP connection to the target could not be made
 // within the dial deadline.

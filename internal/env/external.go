@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strings"
 	"time"
 
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/proxy"
 )
@@ -27,17 +27,18 @@ type ExternalConfig struct {
 	DatabaseAddr string
 	// DatabaseListen is where the database proxy listens; empty means
 	// 127.0.0.1 on a free port. A fixed port lets the service's
-	// configuration name it in advance.
+	// configuration name it in advance; every interface needs the gate's
+	// --allow-remote.
 	DatabaseListen string
-	// AllowRemote permits non-loopback targets.
-	AllowRemote bool
+	// Gate checks the service, the database address and the listen address
+	// (nil: loopback only); see [addrgate].
+	Gate *addrgate.Gate
 	// ToxiproxyURL, if set, drives that toxiproxy-server instead of an
-	// in-process one.
+	// in-process one: its host is checked by the gate, and the API is
+	// reached at the address checked.
 	ToxiproxyURL string
 	// DialTimeout bounds the reachability check. Zero means 5s.
 	DialTimeout time.Duration
-	// Resolver resolves host names (nil: the system's); see [ResolveLoopback].
-	Resolver Resolver
 
 	_ struct{}
 }
@@ -72,15 +73,29 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 	}
 	// Refuse before sending a single packet anywhere, and from then on
 	// connect to the addresses checked, never to the name again.
-	svcAddrs, err := checked(ctx, cfg, netaddr.HostPort(target), "--target")
+	svcAddrs, err := checked(ctx, cfg.Gate, netaddr.HostPort(target), "--target")
 	if err != nil {
 		return nil, fmt.Errorf("external env: %w", err)
 	}
 	var dbAddrs []string
+	dbListen := ""
 	if cfg.DatabaseAddr != "" {
-		if dbAddrs, err = checked(ctx, cfg, cfg.DatabaseAddr, "--db-addr"); err != nil {
+		if dbAddrs, err = checked(ctx, cfg.Gate, cfg.DatabaseAddr, "--db-addr"); err != nil {
 			return nil, fmt.Errorf("external env: %w", err)
 		}
+	}
+	if cfg.DatabaseListen != "" {
+		if dbListen, err = cfg.Gate.ListenAddr(ctx, cfg.DatabaseListen, "--db-listen"); err != nil {
+			return nil, fmt.Errorf("external env: %w", err)
+		}
+	}
+	toxiproxyURL := ""
+	if cfg.ToxiproxyURL != "" {
+		u, err := cfg.Gate.PinURL(ctx, cfg.ToxiproxyURL, "--toxiproxy")
+		if err != nil {
+			return nil, fmt.Errorf("external env: %w", err)
+		}
+		toxiproxyURL = u.String()
 	}
 	serviceAddr, err := reachable(ctx, cfg, netaddr.HostPort(target), svcAddrs)
 	if err != nil {
@@ -95,8 +110,8 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 	pinned := *target
 	pinned.Host = serviceAddr
 	e := &External{target: &pinned, dsn: cfg.DSN}
-	if cfg.ToxiproxyURL != "" {
-		if e.proxies, err = proxy.Connect(ctx, cfg.ToxiproxyURL); err != nil {
+	if toxiproxyURL != "" {
+		if e.proxies, err = proxy.Connect(ctx, toxiproxyURL); err != nil {
 			return nil, fmt.Errorf("external env: %w", err)
 		}
 	} else {
@@ -111,7 +126,7 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 	proxied.Host = listen
 	e.serviceURL = proxied.String()
 	if cfg.DatabaseAddr != "" {
-		if e.dbAddr, err = e.proxies.CreateProxy(ctx, DatabaseProxy, cfg.DatabaseListen, dbAddr); err != nil {
+		if e.dbAddr, err = e.proxies.CreateProxy(ctx, DatabaseProxy, dbListen, dbAddr); err != nil {
 			_ = e.proxies.Close(context.Background())
 			return nil, fmt.Errorf("external env: %w", err)
 		}
@@ -119,13 +134,18 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 	return e, nil
 }
 
-// checked applies the loopback rule to addr (unless remote targets are
-// allowed) and returns the addresses to connect to.
-func checked(ctx context.Context, cfg ExternalConfig, addr, setting string) ([]string, error) {
-	if cfg.AllowRemote {
-		return []string{addr}, nil
+// checked resolves addr once through the gate (refusing what it refuses)
+// and returns the addresses to connect to.
+func checked(ctx context.Context, g *addrgate.Gate, addr, setting string) ([]string, error) {
+	aps, err := g.Resolve(ctx, addr, setting)
+	if err != nil {
+		return nil, err
 	}
-	return ResolveLoopback(ctx, cfg.Resolver, addr, setting)
+	out := make([]string, len(aps))
+	for i, ap := range aps {
+		out[i] = ap.String()
+	}
+	return out, nil
 }
 
 // reachable returns the first of addr's checked addresses that accepts a
@@ -146,62 +166,6 @@ func reachable(ctx context.Context, cfg ExternalConfig, addr string, addrs []str
 		ur.Addr = addr
 	}
 	return "", first
-}
-
-// Resolver looks up the addresses of a host name; [net.DefaultResolver]
-// implements it, and tests inject another (an /etc/hosts that maps
-// "localhost" off the machine).
-type Resolver interface {
-	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
-}
-
-// CheckLoopback returns a [*NotLoopbackError] unless addr's host is a
-// loopback IP (127.0.0.0/8, ::1). A name is refused here: only
-// [ResolveLoopback] can tell where it leads.
-func CheckLoopback(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return &NotLoopbackError{Addr: addr}
-}
-
-// ResolveLoopback resolves addr's host with r (nil: the system's resolver)
-// and returns every address it leads to as host:port, refusing (with a
-// [*NotLoopbackError] naming setting, e.g. "--db-addr") unless each one is
-// loopback: a name is trusted for what it resolves to, never for what it
-// says ("localhost" mapped elsewhere in /etc/hosts would send traffic off
-// the machine). Callers connect to the returned addresses, so a later
-// lookup cannot lead somewhere else.
-func ResolveLoopback(ctx context.Context, r Resolver, addr, setting string) ([]string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: want host:port: %w", setting, addr, err)
-	}
-	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
-		if !ip.IsLoopback() {
-			return nil, &NotLoopbackError{Addr: addr, Setting: setting}
-		}
-		return []string{net.JoinHostPort(ip.String(), port)}, nil
-	}
-	if r == nil {
-		r = net.DefaultResolver
-	}
-	ips, err := r.LookupIPAddr(ctx, host)
-	if err != nil || len(ips) == 0 {
-		return nil, fmt.Errorf("%s %s: cannot resolve %q, so it cannot be shown to be loopback: %v", setting, addr, host, err)
-	}
-	out := make([]string, 0, len(ips))
-	for _, ip := range ips {
-		if !ip.IP.IsLoopback() {
-			return nil, &NotLoopbackError{Addr: addr, Setting: setting, Resolved: ip.IP.String()}
-		}
-		out = append(out, net.JoinHostPort(ip.IP.String(), port))
-	}
-	return out, nil
 }
 
 // CheckReachable dials addr over TCP with a deadline (timeout, or 5s if
