@@ -13,8 +13,13 @@
 //     ([Case.Investigate], [Case.NoInvestigate]).
 //   - [Open] and [OpenOptions] ([EnvKind], [ParseEnvKind]): start the
 //     environment a set of scenarios needs and get a [Runner] for it;
-//     [PrepareExternal], [TargetURL] and [CheckOracle] ready scenarios for a
-//     user's service; [Runner.DatabaseProxyAddr].
+//     [PrepareExternal], [TargetURL] and [Runner.CheckOracle] ready
+//     scenarios for a user's service; [Runner.DatabaseProxyAddr];
+//     [ScenarioOracle] reads a recording's effects. Every address goes
+//     through one address gate, loopback unless [OpenOptions.AllowRemote]
+//     (the command line's --allow-remote; [Case.AllowRemote] in Go):
+//     [CheckRemote] and [ErrRemoteNotAllowed] refuse a scenario whose
+//     target.allow_remote demands it.
 //   - [Runner.Run] with [RunOptions]: run one scenario, returning an
 //     [Outcome] of [StepOutcome]s; [CorrectService] forces the correct
 //     reference, [LookupMutant] and [CheckMutant] name the mutants;

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/faults"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/internal/env"
 	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/proc"
@@ -167,7 +168,10 @@ func dbProxyName(ext *env.External) string {
 // debugClient talks to failpoint and purge endpoints: loopback, short.
 // No keep-alive: services come and go on reused ports, and a POST on a
 // stale pooled connection to a dead one fails instead of reaching the new.
-var debugClient = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: 10 * time.Second}
+// They are the harness's own processes, so loopback only, whatever the
+// command line allows.
+var debugClient = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true,
+	DialContext: addrgate.Loopback().For("a failpoint endpoint").DialContext}, Timeout: 10 * time.Second}
 
 // moveOrigin returns u on to's origin when u is on from's origin (scheme,
 // host and port, default ports made explicit).
