@@ -26,7 +26,7 @@ const (
 )
 
 // Event is one line of a history. Which fields are meaningful depends on
-// [Event.Type]; the README documents the format field by field.
+// [Event.Type]; docs/history-format.md documents the format field by field.
 type Event struct {
 	Type Type
 

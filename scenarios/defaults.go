@@ -8,7 +8,7 @@ import (
 	"github.com/idemchaos/idemchaos/checkers"
 )
 
-// The defaults the loader fills in, as the README documents them.
+// The defaults the loader fills in, as docs/scenarios.md documents them.
 const (
 	defaultMethod    = http.MethodPost
 	defaultPath      = "/v1/orders"

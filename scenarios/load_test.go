@@ -200,19 +200,23 @@ func TestParse_FaultNodeKept(t *testing.T) {
 	}
 }
 
-// TestREADME_SkeletonIsValid keeps the README's annotated skeleton (the
-// "Write your first scenario" block) a valid scenario that spells out the
-// defaults: it must load, and load to the same values as a file that says
-// nothing but its target.
-func TestREADME_SkeletonIsValid(t *testing.T) {
+// TestDocs_SkeletonIsValid keeps the annotated skeleton of docs/scenarios.md
+// (the "Every field, with its default" block) a valid scenario that spells
+// out the defaults: it must load, and load to the same values as a file that
+// says nothing but its target.
+func TestDocs_SkeletonIsValid(t *testing.T) {
 	t.Parallel()
-	readme := string(readFile(t, "README.md"))
-	_, rest, _ := strings.Cut(readme, "## Write your first scenario")
+	const page = "../docs/scenarios.md"
+	doc := string(readFile(t, page))
+	_, rest, found := strings.Cut(doc, "## Every field, with its default")
+	if !found {
+		t.Fatalf("%s has no heading \"Every field, with its default\"", page)
+	}
 	_, block, _ := strings.Cut(rest, "```yaml\n")
 	block, _, _ = strings.Cut(block, "```")
-	s, err := scenarios.Parse("README.md", []byte(block))
+	s, err := scenarios.Parse(page, []byte(block))
 	if err != nil {
-		t.Fatalf("the README skeleton does not load:\n%v", err)
+		t.Fatalf("the skeleton of %s does not load:\n%v", page, err)
 	}
 	d := mustParse(t, "target: {reference: {}}")
 	if s.Traffic != d.Traffic || s.Endpoint.Body != d.Endpoint.Body || s.Contract != d.Contract || *s.Target.Reference != *d.Target.Reference {

@@ -10,8 +10,9 @@ import (
 )
 
 // Scenario is one YAML scenario file, decoded and validated, defaults filled
-// in. The README's "Write your first scenario" documents every field; get
-// one from [Load] or [Parse], which fill the defaults each field names.
+// in. docs/scenarios.md ("Every field, with its default") documents every
+// field; get one from [Load] or [Parse], which fill the defaults each field
+// names.
 type Scenario struct {
 	// File is where the scenario was loaded from ("" for inline scenarios).
 	File string `yaml:"-" json:"-"`

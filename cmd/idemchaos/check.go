@@ -33,7 +33,7 @@ func (m *Main) checkCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check FILE.jsonl...",
 		Short: "Check invariants over recorded histories, offline",
-		Long: `check reads one or more JSONL histories (format v1, see the README), produced by
+		Long: `check reads one or more JSONL histories (format v1, see docs/history-format.md), produced by
 idemchaos or by any other tool, and judges the invariants over them.
 
 The contract a history was judged by (status codes, payload fingerprint,
@@ -58,7 +58,7 @@ verdicts, no violation), 3 a file could not be read or is malformed.`,
 	fl.StringArrayVar(&f.invariants, "invariant", nil, "check only this invariant (repeatable; default: all seven)")
 	f.contract.register(fl, m.env("PROFILE", ""))
 	fl.DurationVar(&f.maxTime, "max-time", 30*time.Second, "time budget per history for the checks that compare the attempts of a key; keys left unchecked are unknown (0: no budget)")
-	fl.BoolVar(&f.together, "together", false, "judge the files as ONE system: histories of several drivers against one service at once (effects read once; times compared only within a file, see the README)")
+	fl.BoolVar(&f.together, "together", false, "judge the files as ONE system: histories of several drivers against one service at once (effects read once; times compared only within a file, see docs/past-one-machine.md)")
 	fl.StringVar(&f.effects, "effects", "", "read the effects with this scenario's oracle (sql or http) and add them (for a recording)")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "with --effects: allow an oracle (effects.dsn, effects.url) that is not on a loopback address")
 	fl.IntVar(&f.partitions, "partitions", 0, "split the history by key into N partitions on disk and check them in parallel, in bounded memory (0: automatic, on for files over 512 MiB; 1: in memory)")

@@ -38,7 +38,7 @@ func (f *contractFlags) register(fs *pflag.FlagSet, profileEnv string) {
 	fs.IntVar(&f.inFlight, "in-flight", 0, "status for a duplicate while the first is running; implies --profile custom")
 	fs.StringVar(&f.fingerprint, "fingerprint", "", "how the service compares payloads: strict (bytes), canonical (parsed JSON) or either (default: either answer for a reformatted body)")
 	fs.StringSliceVar(&f.headers, "headers", nil, "the only response headers compared on replay (default: every header the first response carried, except --replay-ignore)")
-	fs.StringSliceVar(&f.ignore, "replay-ignore", nil, "response headers never compared on replay (default: Date, hop-by-hop, Content-Length, Idempotent-Replayed, *-Request-Id, … see README)")
+	fs.StringSliceVar(&f.ignore, "replay-ignore", nil, "response headers never compared on replay (default: Date, hop-by-hop, Content-Length, Idempotent-Replayed, *-Request-Id, … see docs/history-format.md)")
 	fs.DurationVar(&f.decisionBound, "decision-bound", 0, "how long after faults heal a retried key may stay undecided (default 5s)")
 	fs.DurationVar(&f.retentionGap, "retention-gap", 0, "a gap between attempts of one key past which a duplicate is blamed on record retention (default 30s)")
 }

@@ -27,7 +27,7 @@ type outputFlags struct {
 }
 
 func (o *outputFlags) register(fl *pflag.FlagSet) {
-	fl.BoolVar(&o.json, "json", false, "print the JSON report (see the README for its shape) instead of the summary")
+	fl.BoolVar(&o.json, "json", false, "print the JSON report (see docs/reports.md for its shape) instead of the summary")
 	fl.StringVar(&o.junit, "junit", "", "write a JUnit XML report (one test case per scenario × invariant) to this file")
 	fl.StringVar(&o.history, "history", "", "keep the history here (a file for one run, a directory for several)")
 	fl.StringVar(&o.html, "report", "", "write a self-contained HTML report with a timeline per violating key")

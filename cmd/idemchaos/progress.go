@@ -28,7 +28,14 @@ type progress struct {
 	wg      sync.WaitGroup
 
 	sent, ok, info, fail, faults atomic.Int64
+	// infoExplained is set once the line has said what info means, so a
+	// reader who first sees "info 3" learns it is no error, and is told once.
+	infoExplained bool
 }
+
+// infoMeaning is what the progress line's info count means, said the first
+// time it shows a non-zero one: the outcome a client cannot know.
+const infoMeaning = "  info = outcome unknown: a timeout or a reset after sending; the service may have executed it"
 
 func (m *Main) newProgress(w io.Writer) *progress {
 	p := &progress{w: w}
@@ -95,17 +102,34 @@ func (p *progress) start(name, mutant string) {
 			case <-stop:
 				return
 			case <-t.C:
-				p.mu.Lock()
-				if p.bar != nil {
-					p.bar.Describe(p.status())
-					_ = p.bar.Add(1)
-				} else {
-					fmt.Fprintln(p.w, "… "+p.status())
-				}
-				p.mu.Unlock()
+				p.tick()
 			}
 		}
 	}(p.stop)
+}
+
+// tick redraws the live line, or prints the plain one; the first time it
+// shows a non-zero info count it also says, once, what info means.
+func (p *progress) tick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	explain := !p.infoExplained && p.info.Load() > 0
+	if explain {
+		p.infoExplained = true
+	}
+	if p.bar != nil {
+		if explain {
+			_ = p.bar.Clear()
+			fmt.Fprintln(p.w, infoMeaning)
+		}
+		p.bar.Describe(p.status())
+		_ = p.bar.Add(1)
+		return
+	}
+	fmt.Fprintln(p.w, "… "+p.status())
+	if explain {
+		fmt.Fprintln(p.w, infoMeaning)
+	}
 }
 
 // line prints a line above the live display.

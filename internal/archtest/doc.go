@@ -1,4 +1,6 @@
-// Package archtest holds the test that keeps the package graph the way
-// ARCHITECTURE.md draws it: which package of the module may import which.
-// It has no code of its own.
+// Package archtest holds the tests that keep the house the way its pages
+// draw it: the package graph as ARCHITECTURE.md's table says (which package
+// of the module may import which), README.md a front door of at most 400
+// lines, and every relative link of README.md and docs/*.md resolving to a
+// file and heading that exist. It has no code of its own.
 package archtest
