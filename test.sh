@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # The test command of the README, and the one .ci/run calls: it installs what
 # a fresh Debian or Ubuntu machine lacks for the tests — the PostgreSQL server
-# binaries (the embedded environment starts real clusters from them) and
-# Chromium (the HTML report's browser test opens a report in it) — then runs
+# binaries (the embedded environment starts real clusters from them),
+# Chromium (the HTML report's browser test opens a report in it), and
+# strace, ip and unshare (the address gate's test counts connect() and bind()
+# calls in a network namespace with only loopback) — then runs
 # go test ./... with any arguments given (./test.sh -run Foo ./checkers/).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 have_postgres() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; }
 have_chromium() { command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; }
+have() { command -v "$1" >/dev/null 2>&1; }
 
 packages=()
 have_postgres || packages+=(postgresql)
+have strace || packages+=(strace)
+have ip || packages+=(iproute2)
+have unshare || packages+=(util-linux)
 if ! have_chromium && [ "${IDEMCHAOS_BROWSER_TESTS:-1}" != 0 ]; then
   packages+=(chromium)
 fi

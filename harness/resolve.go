@@ -107,8 +107,16 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 	if s.Target.Reference == nil {
 		keyPrefix = fmt.Sprintf("%s-%s-", s.Name, runNonce())
 	}
-	rp.steps, err = resolveSteps(s, opts.Seed, keyPrefix, opts.Plans)
-	return rp, err
+	if rp.steps, err = resolveSteps(s, opts.Seed, keyPrefix, opts.Plans); err != nil {
+		return nil, err
+	}
+	// Even the driver's connections to the harness's own proxies go
+	// through the gate: what it checked is what is dialled.
+	dial := r.gate().For("the target's proxy").DialContext
+	for i := range rp.steps {
+		rp.steps[i].driver.Dial = dial
+	}
+	return rp, nil
 }
 
 // resolveSteps resolves every step of s: its faults built (fresh values,

@@ -21,14 +21,21 @@ import (
 // items selects the effects ("$.effects[*]", "$[*]" for a top-level array,
 // "$.effects[?@.kind=='order']"); tenant, key and id select one value of
 // each item ("$.tenant", "$.order.id"). An items expression that selects a
-// single array means its elements.
-func HTTP(url, items, tenant, key, id string) Oracle {
-	return httpOracle{url: url, items: items, tenant: tenant, key: key, id: id}
+// single array means its elements. Its requests go through the [Net] of
+// [Through] (default: loopback only), every redirect hop included.
+func HTTP(url, items, tenant, key, id string, opts ...Option) Oracle {
+	n := netFor("effects.url", opts)
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: n.DialContext}, Timeout: 30 * time.Second}
+	if r, ok := n.(redirector); ok {
+		client.CheckRedirect = r.CheckRedirect
+	}
+	return httpOracle{url: url, items: items, tenant: tenant, key: key, id: id, client: client}
 }
 
-type httpOracle struct{ url, items, tenant, key, id string }
-
-var httpClient = &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 30 * time.Second}
+type httpOracle struct {
+	url, items, tenant, key, id string
+	client                      *http.Client
+}
 
 func (o httpOracle) Effects(ctx context.Context) ([]history.Effect, error) {
 	paths := map[string]*jsonpath.Path{}
@@ -46,7 +53,7 @@ func (o httpOracle) Effects(ctx context.Context) ([]history.Effect, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrOracle, err)
 	}
-	resp, err := httpClient.Do(req)
+	resp, err := o.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%w: GET %s: %w", ErrOracle, o.url, err)
 	}

@@ -82,13 +82,20 @@ func waitDrained(ctx context.Context, dsn string, limit time.Duration) error {
 }
 
 // SQL returns an oracle that runs query on dsn; each row is tenant, key and
-// effect id (and optionally a fourth column: the kind).
-func SQL(dsn, query string) Oracle { return sqlOracle{dsn, query} }
+// effect id (and optionally a fourth column: the kind). Its connection goes
+// through the [Net] of [Through] (default: loopback only), every host of
+// the DSN checked before the first is tried.
+func SQL(dsn, query string, opts ...Option) Oracle {
+	return sqlOracle{dsn: dsn, query: query, net: netFor("effects.dsn", opts)}
+}
 
-type sqlOracle struct{ dsn, query string }
+type sqlOracle struct {
+	dsn, query string
+	net        Net
+}
 
 func (o sqlOracle) Effects(ctx context.Context) ([]history.Effect, error) {
-	conn, err := pgx.Connect(ctx, o.dsn)
+	conn, err := connect(ctx, o.net, o.dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: connect: %w", ErrOracle, err)
 	}
