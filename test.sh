@@ -12,9 +12,14 @@ cd "$(dirname "$0")"
 have_postgres() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; }
 have_chromium() { command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; }
 have() { command -v "$1" >/dev/null 2>&1; }
+# The client corpus (examples/clients) runs real clients: curl, and a
+# Python one on Debian's own urllib3 (/usr/bin/python3, not a user's).
+have_urllib3() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import urllib3' >/dev/null 2>&1; }
 
 packages=()
 have_postgres || packages+=(postgresql)
+have curl || packages+=(curl)
+have_urllib3 || packages+=(python3-urllib3)
 have strace || packages+=(strace)
 have ip || packages+=(iproute2)
 have unshare || packages+=(util-linux)

@@ -27,20 +27,26 @@ type Checker interface {
 // and Unknown is never reported as a pass.
 type Verdict int
 
-// The three verdicts, ordered so that the larger value is the worse one.
+// The three verdicts of a check, ordered so that the larger value is the
+// worse one, and the fourth outcome of a whole history ([Judge]): the
+// harness could not do its job, which outranks any violation, since what
+// looks like one may be the environment's doing.
 const (
 	Pass Verdict = iota
 	Unknown
 	Violated
+	EnvironmentError
 )
 
-// String returns "pass", "unknown" or "violation".
+// String returns "pass", "unknown", "violation" or "environment-error".
 func (v Verdict) String() string {
 	switch v {
 	case Pass:
 		return "pass"
 	case Violated:
 		return "violation"
+	case EnvironmentError:
+		return "environment-error"
 	}
 	return "unknown"
 }
@@ -104,12 +110,20 @@ func (r Result) Failures() []string {
 		parts = []Result{r}
 	}
 	var out []string
+	if len(r.Results) > 0 && r.Reason != "" {
+		// A verdict of the whole (see Judge): its reason comes first, and
+		// an environment error is all there is to say.
+		out = append(out, r.Verdict.String()+": "+r.Reason)
+		if r.Verdict == EnvironmentError {
+			return out
+		}
+	}
 	for i, p := range parts {
 		if p.Verdict == Pass {
 			continue
 		}
 		head := fmt.Sprintf("check %d/%d %s: %s", i+1, len(parts), p.Name, p.Verdict)
-		if p.Verdict == Unknown {
+		if p.Verdict == Unknown || p.Verdict == EnvironmentError {
 			out = append(out, head+": "+p.Reason)
 			continue
 		}

@@ -22,6 +22,11 @@
 //     of the contract; [WithDeadline] gives a Check a time budget after
 //     which unfinished keys are unknown.
 //   - [Profile] and [ProfileByName]: status-code contracts (ietf, stripe, custom).
+//   - [Judge]: the one verdict over a whole history, step by step, with the
+//     rules that decide "nothing to judge" and "environment error" from the
+//     history alone ([Judgement], [StepResult], the fourth outcome
+//     [EnvironmentError]); [FactsOf], [Facts.Add] and [Decide] apply the
+//     same rules to a history checked in parts (partitions, machines).
 //
 // Every checker runs in time linear in the history (plus sorting the
 // attempts of one key; in-flight-conflict sweeps a key in n log n) and does

@@ -8,8 +8,9 @@ func init() { Register("consumer-restart", func() Fault { return &ConsumerRestar
 // its ack (a real SIGKILL at a failpoint), then restarts it: the message is
 // redelivered once its visibility timeout runs out.
 type ConsumerRestart struct {
-	// Point is the consumer failpoint (default "consumer-after-effect-before-ack").
-	Point string `yaml:"point" json:"point"`
+	// Point is the consumer failpoint (default "consumer-after-effect-before-ack");
+	// "now" kills at once.
+	Point string `yaml:"point" json:"point" jsonschema:"enum=now,enum=consumer-after-claim,enum=consumer-after-effect-before-ack"`
 	armed bool
 	_     struct{}
 }

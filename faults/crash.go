@@ -15,8 +15,8 @@ func init() { Register("crash", func() Fault { return &Crash{} }) }
 type Crash struct {
 	// Point is the failpoint to die at (default "after-business-write-before-commit");
 	// "now" kills at once, wherever requests are.
-	Point string `yaml:"point" json:"point"`
-	// NoRestart leaves the process dead.
+	Point string `yaml:"point" json:"point" jsonschema:"enum=now,enum=before-claim,enum=after-claim,enum=after-business-write-before-commit,enum=after-commit-before-response,enum=after-response-before-commit,enum=callback-after-dedupe"`
+	// NoRestart leaves the process dead (default false: it restarts).
 	NoRestart bool `yaml:"no_restart" json:"no_restart"`
 	armed     bool
 	_         struct{}
@@ -63,12 +63,12 @@ func (f *Crash) Heal(ctx context.Context, w World) error {
 	return disarm(ctx, w, "service", f.Point)
 }
 
-// servicePoints are the service's crash points (see reference/failpoint.go).
-var servicePoints = []string{"now", "before-claim", "after-claim", "after-business-write-before-commit",
-	"after-commit-before-response", "after-response-before-commit", "callback-after-dedupe"}
+// servicePoints are the service's crash points (see reference/failpoint.go),
+// as Crash.Point's tag lists them for the schema.
+var servicePoints = enumOf(Crash{}, "Point")
 
 // consumerPoints are the queue consumer's crash points.
-var consumerPoints = []string{"now", "consumer-after-claim", "consumer-after-effect-before-ack"}
+var consumerPoints = enumOf(ConsumerRestart{}, "Point")
 
 func validPoint(kind, p string, known []string) error {
 	for _, k := range known {

@@ -11,7 +11,7 @@ func init() { Register("double-click", func() Fault { return &DoubleClick{} }) }
 // same key, released within a spread: a user clicking "pay" twice.
 type DoubleClick struct {
 	// Copies is how many requests one click sends (default 2, at least 2).
-	Copies int `yaml:"copies" json:"copies"`
+	Copies int `yaml:"copies" json:"copies" jsonschema:"minimum=2,maximum=100"`
 	// Spread releases the copies within this window (default 20ms).
 	Spread time.Duration `yaml:"spread" json:"spread"`
 	// Together sends the copies so that all are inside the service at
@@ -38,6 +38,9 @@ func (f *DoubleClick) Validate() error {
 	}
 	if f.Copies < 2 {
 		return invalid(f.Kind(), "copies must be ≥ 2, got %d", f.Copies)
+	}
+	if f.Copies > 100 {
+		return invalid(f.Kind(), "copies must be ≤ 100, got %d", f.Copies)
 	}
 	if f.Spread < 0 {
 		return invalid(f.Kind(), "spread must be ≥ 0, got %s", f.Spread)

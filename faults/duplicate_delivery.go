@@ -26,7 +26,7 @@ func init() { Register("duplicate-delivery", func() Fault { return &DuplicateDel
 // has no toxic that duplicates); its upstream is the service itself.
 type DuplicateDelivery struct {
 	// Copies is how many times the request reaches the service (default 2).
-	Copies int `yaml:"copies" json:"copies"`
+	Copies int `yaml:"copies" json:"copies" jsonschema:"minimum=2,maximum=10"`
 	// Gap is the delay between one copy and the next (default 0: all at
 	// once, the tightest race).
 	Gap time.Duration `yaml:"gap" json:"gap"`

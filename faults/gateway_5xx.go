@@ -13,7 +13,7 @@ func init() { Register("gateway-5xx", func() Fault { return &Gateway5xx{} }) }
 // request executed, the client was told it failed.
 type Gateway5xx struct {
 	// Status is 502 or 504 (default 504).
-	Status int `yaml:"status" json:"status"`
+	Status int `yaml:"status" json:"status" jsonschema:"enum=502,enum=504"`
 	hop    hop
 	_      struct{}
 }

@@ -52,14 +52,14 @@ func (f *Latency) Route(ctx context.Context, w World, a Attempt) (Route, error) 
 
 // linkLatency is the latency toxic shared by latency and slow-db.
 type linkLatency struct {
-	// Latency added to every packet of the stream.
+	// Latency is added to every packet of the stream (default 100ms).
 	Latency time.Duration `yaml:"latency" json:"latency"`
 	// Jitter widens Latency by a draw in [0, Jitter] from the run's seeded
-	// source, made once per application (Toxiproxy's own jitter uses its own
-	// random source, which the harness never relies on).
+	// source, made once per application (default 0; Toxiproxy's own jitter
+	// uses its own random source, which the harness never relies on).
 	Jitter time.Duration `yaml:"jitter" json:"jitter"`
 	// Stream is "upstream" (requests) or "downstream" (responses, default).
-	Stream string `yaml:"stream" json:"stream"`
+	Stream string `yaml:"stream" json:"stream" jsonschema:"enum=upstream,enum=downstream"`
 	_      struct{}
 }
 

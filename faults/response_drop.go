@@ -10,7 +10,7 @@ func init() { Register("response-drop", func() Fault { return &ResponseDrop{} })
 // downstream carries a limit_data toxic, so no other attempt is touched.
 type ResponseDrop struct {
 	// Bytes of the response let through before the cut (default 0).
-	Bytes int `yaml:"bytes" json:"bytes"`
+	Bytes int `yaml:"bytes" json:"bytes" jsonschema:"minimum=0"`
 	_     struct{}
 }
 

@@ -18,7 +18,8 @@ func init() { Register("retention-expiry", func() Fault { return &RetentionExpir
 type RetentionExpiry struct {
 	// After is how long the retry is held back (default 2s).
 	After time.Duration `yaml:"after" json:"after"`
-	// NoPurge skips asking the service to purge before the retry.
+	// NoPurge skips asking the service to purge expired records before the
+	// retry (default false).
 	NoPurge bool `yaml:"no_purge" json:"no_purge"`
 	_       struct{}
 }

@@ -45,6 +45,7 @@ func TestRun_BudgetRunOutIsNotAPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sameOffline(t, o)
 	st := o.Steps[0]
 	if !st.Stats.Budget || requests.Load() != 4 {
 		t.Fatalf("budget hit %v after %d requests, want the budget of 4 spent", st.Stats.Budget, requests.Load())

@@ -123,7 +123,7 @@ func Test(t TB, c Case) {
 		if mutant == "" && s.Target.Reference != nil && s.Target.Reference.Mutant == "" {
 			mutant = CorrectService
 		}
-		opts := RunOptions{Seed: seed, Mutant: mutant}
+		opts := RunOptions{Seed: seed, Mutant: mutant, Expect: st.ExpectViolation}
 		out, err := r.Run(ctx, s, opts)
 		where := fmt.Sprintf("step %d/%d (%s, seed %d", i+1, len(c.Steps), s.Name, seed)
 		if out != nil && out.Mutant != "" {

@@ -25,7 +25,10 @@ func init() { sut.Register(string(EnvLocal), openLocal) }
 // processes of this binary on a throwaway Postgres.
 type localEnv struct{ local *env.Local }
 
-var _ sut.Environment = localEnv{}
+var (
+	_ sut.Environment     = localEnv{}
+	_ sut.HarnessDatabase = localEnv{}
+)
 
 func openLocal(ctx context.Context, cfg sut.Config) (sut.Environment, error) {
 	local, err := env.StartLocal(ctx, env.LocalConfig{Standby: cfg.Standby, ToxiproxyURL: cfg.ToxiproxyURL})
@@ -36,6 +39,7 @@ func openLocal(ctx context.Context, cfg sut.Config) (sut.Environment, error) {
 }
 
 func (e localEnv) Proxies() proxy.Server           { return e.local.Proxies() }
+func (e localEnv) DatabaseDied() error             { return e.local.Primary().Exited() }
 func (e localEnv) Close(ctx context.Context) error { return e.local.Close(ctx) }
 
 // Standby is the local standby, or nil (never a typed nil).

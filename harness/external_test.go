@@ -101,6 +101,7 @@ func runExternal(t *testing.T, yaml string, h http.Handler) *harness.Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sameOffline(t, o)
 	return o
 }
 

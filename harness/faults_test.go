@@ -2,10 +2,12 @@ package harness_test
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/history"
@@ -48,7 +50,51 @@ func run(t *testing.T, yaml, mutant string) *harness.Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sameOffline(t, o)
 	return o
+}
+
+// sameOffline asserts the one verdict on a run: its history file, loaded
+// and judged as idemchaos check judges it (the meta's contract and
+// invariants, checkers.Judge), gives every step the run's verdict, reason
+// and expectation met.
+func sameOffline(t *testing.T, o *harness.Outcome) {
+	t.Helper()
+	f, err := os.Open(o.HistoryPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var meta history.Event
+	if err := history.NewReader(f).Next(&meta); err != nil {
+		t.Fatal(err)
+	}
+	contract, err := checkers.ContractFromMeta(meta.Contract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	h, err := history.Load(f, contract.LoadOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := checkers.ForContract(contract, meta.Invariants...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := checkers.Judge(h, c, contract.Options()...)
+	if len(j.Steps) != len(o.Steps) {
+		t.Fatalf("one verdict: the run judged %d steps, its history %d", len(o.Steps), len(j.Steps))
+	}
+	for i, st := range o.Steps {
+		g := j.Steps[i]
+		if g.Expect != st.Expect || g.Met != st.Met || g.Result.Verdict != st.Result.Verdict || g.Result.Reason != st.Result.Reason {
+			t.Errorf("one verdict: step %d: run expects %s, met %v, %s %q; its history expects %s, met %v, %s %q",
+				i+1, st.Expect, st.Met, st.Result.Verdict, st.Result.Reason, g.Expect, g.Met, g.Result.Verdict, g.Result.Reason)
+		}
+	}
 }
 
 func faultEvents(h *history.History, kind, action string) []history.Fault {

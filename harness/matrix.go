@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -136,23 +137,39 @@ func (row *MatrixRow) catches(o *Outcome) bool {
 	return o != nil && slices.Contains(o.Caught(), row.Expected)
 }
 
-// account adds a run to a row; a cancelled context ends the matrix.
+// account adds a run to a row. A cancelled context ends the matrix, and
+// so does an environment error — a run that failed, or whose history
+// says the harness could not do its job: every later run would meet the
+// same dead database or full disk, and a mutant "missed" for it would
+// read as a gap in detection.
 func (r *Runner) account(row *MatrixRow, o *Outcome, err error) error {
 	if o != nil {
 		row.Runs = append(row.Runs, o)
 		row.Elapsed += o.Elapsed
 		row.Requests += o.Requests
 	}
+	if err == nil && o != nil {
+		if why := o.Environment(); why != "" {
+			err = fmt.Errorf("%w: %s", ErrSetup, why)
+		}
+	}
 	if err == nil {
 		return nil
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
 	}
 	if row.Err == nil {
 		row.Err = err
 	}
-	return nil
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	who := "the reference"
+	if row.Mutant != "" {
+		who = "mutant " + row.Mutant
+	}
+	if o != nil && o.Scenario != nil {
+		who = o.Scenario.Name + " against " + who
+	}
+	return fmt.Errorf("%s: %w", who, err)
 }
 
 // orderFor puts the scenario designed for the mutant first, then those that

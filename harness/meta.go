@@ -22,11 +22,12 @@ type metaLine struct {
 	state        bool // the form on disk: true for read
 }
 
-// writeMeta writes the meta event of a run judged by contract that reads
-// its effects (withOracle) or does not, as unread, to the start of f.
-func writeMeta(f *os.File, scenario string, seed int64, start time.Time, contract *history.Contract, withOracle bool) (*metaLine, error) {
+// writeMeta writes the meta event of a run judged by contract and the
+// invariants named, that reads its effects (withOracle) or does not, as
+// unread, to the start of f.
+func writeMeta(f *os.File, scenario string, seed int64, start time.Time, contract *history.Contract, invariants []string, withOracle bool) (*metaLine, error) {
 	e := history.Event{Type: history.TypeMeta, V: history.Version, Scenario: scenario, Seed: seed,
-		Started: start.UTC().Format(time.RFC3339Nano), Contract: contract, EffectsUnread: true}
+		Started: start.UTC().Format(time.RFC3339Nano), Contract: contract, Invariants: invariants, EffectsUnread: true}
 	unread := history.AppendEvent(nil, &e)
 	m := &metaLine{f: f, unread: unread}
 	if withOracle {

@@ -29,11 +29,15 @@ type runPlan struct {
 	// target's database is the one it replicates).
 	standby  bool
 	contract *history.Contract // for the meta line
-	checker  checkers.Checker
-	load     history.LoadOptions
-	effects  scenarios.Effects // the oracle is made once the target is up
-	named    *acks             // nil: the scenario names no response id
-	steps    []stepPlan
+	// invariants are the checks judged, named in the meta line; judge are
+	// the options the verdict rules read (the contract's statuses).
+	invariants []string
+	checker    checkers.Checker
+	judge      []checkers.Option
+	load       history.LoadOptions
+	effects    scenarios.Effects // the oracle is made once the target is up
+	named      *acks             // nil: the scenario names no response id
+	steps      []stepPlan
 }
 
 // stepPlan is one step resolved: how its plan is made and sent, and what
@@ -92,7 +96,8 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 	if err != nil {
 		return nil, err
 	}
-	rp.contract, rp.load = contract.Meta(), contract.LoadOptions()
+	rp.contract, rp.load, rp.judge = contract.Meta(), contract.LoadOptions(), contract.Options()
+	rp.invariants = s.InvariantNames()
 	if rp.checker, err = s.Checker(); err != nil {
 		return nil, err
 	}
@@ -115,6 +120,9 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 	dial := r.gate().For("the target's proxy").DialContext
 	for i := range rp.steps {
 		rp.steps[i].driver.Dial = dial
+	}
+	if opts.Expect != "" && len(rp.steps) > 0 {
+		rp.steps[len(rp.steps)-1].expect = opts.Expect
 	}
 	return rp, nil
 }
@@ -147,7 +155,7 @@ func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map
 		}
 		sp.driver = driver.Config{Tokens: withProvider(s.Endpoint.Tokens, st.Callbacks), KeyHeader: s.Endpoint.KeyHeader, Template: rq.tmpl,
 			Concurrency: tr.Concurrency, MaxRequests: tr.MaxRequests, Deadline: tr.Deadline, Timeout: tr.Timeout,
-			Model: driver.Model(tr.Client), InFlightStatus: inFlight,
+			Model: driver.Model(tr.Client), InFlightStatus: inFlight, DecisionBound: decisionBound(s),
 			Retry: driver.RetryPolicy{MaxAttempts: tr.Retry.MaxAttempts, Base: tr.Retry.Base, Max: tr.Retry.Max, MaxRetryAfter: tr.Retry.MaxRetryAfter, Budget: tr.Retry.Budget}}
 		if s.Target.Reference != nil {
 			// The reference stores the intent on its orders, so its effects

@@ -20,6 +20,7 @@ func sendStep(ctx context.Context, w *world, st *stepPlan, plan Plan) (driver.St
 	fctx, cancelFaults := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(plan.Timed))
+	pending := newSettling(len(plan.Timed))
 	for _, tf := range plan.Timed {
 		f := fs[tf.Fault].fault
 		// A fault due at the start is in place before the first request:
@@ -39,8 +40,10 @@ func sendStep(ctx context.Context, w *world, st *stepPlan, plan Plan) (driver.St
 			}
 		}
 		wg.Add(1)
+		settle := pending.one()
 		go func() {
 			defer wg.Done()
+			defer settle()
 			if !ctxwait.Sleep(fctx, tf.At) {
 				return
 			}
@@ -56,6 +59,9 @@ func sendStep(ctx context.Context, w *world, st *stepPlan, plan Plan) (driver.St
 					return
 				}
 			}
+			if tf.For <= 0 {
+				settle() // its heal, if any, comes when the step ends
+			}
 			<-actx.Done() // its duration ran out, or the step ended
 			if err := f.Heal(context.WithoutCancel(ctx), w); err != nil {
 				errs <- fmt.Errorf("heal %s: %w", tf.Kind, err)
@@ -64,6 +70,7 @@ func sendStep(ctx context.Context, w *world, st *stepPlan, plan Plan) (driver.St
 	}
 	cfg := st.driver
 	cfg.BaseURL, cfg.Seed, cfg.Recorder, cfg.Router = w.t.ClientURL, plan.Seed, w.rec, router{w: w, faults: fs}
+	cfg.Settled = pending.settled // an overdue key is asked no more once nothing can heal
 	stats, err := driver.Run(ctx, cfg, plan.Intents)
 	hctx := context.WithoutCancel(ctx)
 	for _, f := range fs {

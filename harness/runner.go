@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/idemchaos/idemchaos/checkers"
@@ -50,7 +47,11 @@ type RunOptions struct {
 	HistoryPath string
 	// Invocation is how the run was started, for its replay command.
 	Invocation Invocation
-	_          struct{}
+	// Expect, when set, is the invariant the last step expects violated
+	// instead of its own expectation (the Go API's [Step.ExpectViolation]);
+	// the history records it, so a later check judges the step alike.
+	Expect string
+	_      struct{}
 }
 
 // CorrectService as [RunOptions.Mutant] runs the reference without a mutant.
@@ -90,6 +91,17 @@ func (o *Outcome) Verdict() checkers.Verdict {
 	return v
 }
 
+// Environment is the reason the run is an environment error (the harness
+// could not do its job: its history says why), "" when it is not.
+func (o *Outcome) Environment() string {
+	for _, s := range o.Steps {
+		if s.Result.Verdict == checkers.EnvironmentError {
+			return s.Result.Reason
+		}
+	}
+	return ""
+}
+
 // Met says every step's expectation held.
 func (o *Outcome) Met() bool {
 	for _, s := range o.Steps {
@@ -127,10 +139,13 @@ func (o *Outcome) Caught() []string {
 }
 
 // Run runs the scenario once: resolve every step before anything starts,
-// start the target, then send each step's plan with its faults, read the
-// effects and check. The history file is kept whatever happens, including
-// when ctx is cancelled.
-func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions) (*Outcome, error) {
+// start the target, then send each step's plan with its faults and read
+// the effects; then judge the history it wrote, as an offline check of
+// that file would ([checkers.Judge]). The history file is kept whatever
+// happens, including when ctx is cancelled; an error after it was begun
+// is written into it as the environment's.
+func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions) (_ *Outcome, err error) {
+	defer func() { err = r.environmentError(ctx, err) }()
 	start := time.Now()
 	rp, err := r.resolve(s, opts)
 	if err != nil {
@@ -147,10 +162,20 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	defer ses.close(ctx)
+	// What stopped the run is the environment's fault, and the history
+	// says so: a later check of it says the same, never a verdict.
+	defer func() {
+		if err = r.environmentError(ctx, err); err != nil && ctx.Err() == nil {
+			ses.environment(err.Error())
+		}
+	}()
 	out.HistoryPath = ses.path
 	var prev Plan
 	for i := range rp.steps {
 		st := &rp.steps[i]
+		if err := ses.begin(st); err != nil {
+			return out, err
+		}
 		if st.wait > 0 && !ctxwait.Sleep(ctx, st.wait) {
 			break
 		}
@@ -159,75 +184,27 @@ func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions
 			return out, err
 		}
 		prev = plan
-		stats, h, err := ses.step(ctx, st, plan)
+		stats, err := ses.step(ctx, st, plan)
 		out.Requests += stats.Requests
 		if err != nil {
 			return out, err
 		}
-		out.History = h
-		so := StepOutcome{Name: st.name, Expect: st.expect, Plan: plan, Stats: stats}
-		so.Result = rp.checker.Check(h, h.Effects)
-		if why := nothingSucceeded(h); why != "" && so.Result.Verdict == checkers.Pass {
-			// Every check passes vacuously when nothing executed: a wrong
-			// path, body or token must not read as a clean service.
-			so.Result.Verdict, so.Result.Reason = checkers.Unknown, why
-		}
-		if stats.Budget && so.Result.Verdict == checkers.Pass {
-			// Attempts the budget stopped were never judged: a pass on
-			// the part that ran would claim more than the run knows.
-			so.Result.Verdict, so.Result.Reason = checkers.Unknown, fmt.Sprintf(
-				"the request budget ran out (max_requests %d) before every intent was sent and retried; raise traffic.max_requests", st.traffic.MaxRequests)
-		}
-		so.Met = expectationMet(so.Expect, so.Result)
-		out.Steps = append(out.Steps, so)
+		out.Steps = append(out.Steps, StepOutcome{Name: st.name, Expect: st.expect, Plan: plan, Stats: stats})
 		if ctx.Err() != nil {
 			break
 		}
 	}
+	if ctx.Err() != nil {
+		out.Elapsed = time.Since(start)
+		return out, ctx.Err()
+	}
+	if out.History, err = ses.judged(); err != nil {
+		return out, err
+	}
+	j := checkers.Judge(out.History, rp.checker, rp.judge...)
+	for i := range min(len(out.Steps), len(j.Steps)) { // one step event per step run
+		out.Steps[i].Result, out.Steps[i].Met = j.Steps[i].Result, j.Steps[i].Met
+	}
 	out.Elapsed = time.Since(start)
-	return out, ctx.Err()
-}
-
-// expectationMet: "clean" wants no violation and no unknown; an invariant
-// name wants that invariant violated.
-func expectationMet(expect string, r checkers.Result) bool {
-	if expect == "clean" {
-		return r.Verdict == checkers.Pass
-	}
-	for _, p := range r.Results {
-		if p.Name == expect && p.Verdict == checkers.Violated {
-			return true
-		}
-	}
-	return false
-}
-
-// nothingSucceeded explains a history in which no attempt got a 2xx, or
-// returns "". Such a run proves nothing about idempotency.
-func nothingSucceeded(h *history.History) string {
-	if len(h.Attempts) == 0 {
-		return "no request was sent"
-	}
-	statuses := map[string]int{}
-	for i := range h.Attempts {
-		a := &h.Attempts[i]
-		if a.Outcome == history.OK && a.Status/100 == 2 {
-			return ""
-		}
-		k := a.Outcome.String()
-		if a.Outcome == history.OK {
-			k = strconv.Itoa(a.Status)
-		}
-		statuses[k]++
-	}
-	keys := make([]string, 0, len(statuses))
-	for k := range statuses {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%d× %s", statuses[k], k)
-	}
-	return fmt.Sprintf("no request succeeded (%s), so nothing was judged: check the endpoint's path, body and tokens", strings.Join(parts, ", "))
+	return out, nil
 }

@@ -42,7 +42,7 @@ func (r *Runner) openSession(rp *runPlan, t *sut.Target, opts RunOptions) (*sess
 	}
 	ora := oracleFor(r.gate(), rp.effects, rp.target.Target.Reference, t.DSN, t.HasConsumer())
 	begun := time.Now()
-	meta, err := writeMeta(f, rp.name, opts.Seed, begun, rp.contract, ora != nil)
+	meta, err := writeMeta(f, rp.name, opts.Seed, begun, rp.contract, rp.invariants, ora != nil)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -104,16 +104,27 @@ func (s *session) plan(st *stepPlan, prev Plan) (Plan, error) {
 	return withFaults(p, st.faults), nil
 }
 
-// step sends the step's plan with its faults, records the effects the
-// service produced, and returns the history so far.
-func (s *session) step(ctx context.Context, st *stepPlan, plan Plan) (driver.Stats, *history.History, error) {
+// begin records that step st begins, with its name and expectation:
+// everything recorded until the next step is its own.
+func (s *session) begin(st *stepPlan) error {
+	return s.rec.Write(&history.Event{Type: history.TypeStep, Name: st.name, Expect: st.expect})
+}
+
+// step sends the step's plan with its faults and records the effects the
+// service produced (and a request budget that ran out).
+func (s *session) step(ctx context.Context, st *stepPlan, plan Plan) (driver.Stats, error) {
 	// Until this step's effects are read, the history says they are
 	// not: a run interrupted now keeps a history that cannot be judged
 	// on effects, rather than one that claims none were made.
 	if err := s.meta.set(false); err != nil {
-		return driver.Stats{}, nil, err
+		return driver.Stats{}, err
 	}
 	stats, stopFaults, err := sendStep(ctx, s.world, st, plan)
+	if err == nil && stats.Budget {
+		// Attempts the budget stopped were never judged: the history
+		// says so, and the step cannot pass on the part that ran.
+		err = s.rec.Write(&history.Event{Type: history.TypeBudget, MaxRequests: int64(st.traffic.MaxRequests)})
+	}
 	if err == nil {
 		err = recordEffects(ctx, s.oracle, s.rec, s.recorded, s.named)
 	}
@@ -129,13 +140,9 @@ func (s *session) step(ctx context.Context, st *stepPlan, plan Plan) (driver.Sta
 		if !errors.Is(err, ErrSetup) {
 			err = fmt.Errorf("%w: %w", ErrSetup, err)
 		}
-		return stats, nil, err
+		return stats, err
 	}
-	if err := s.rec.Flush(); err != nil {
-		return stats, nil, err
-	}
-	h, err := loadHistory(s.path, s.load)
-	return stats, h, err
+	return stats, s.rec.Flush()
 }
 
 func (r *Runner) historyFile(scenario string, opts RunOptions) (string, *os.File, error) {
@@ -162,11 +169,16 @@ func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder,
 	if ora == nil {
 		return nil
 	}
-	fx, err := ora.Effects(ctx)
+	read, err := oracle.Read(ctx, ora)
 	if err != nil {
 		return err
 	}
-	for _, e := range fx {
+	// Where it read and what came back: an oracle that reads nothing at
+	// all, while requests were acknowledged, reads the wrong place.
+	if err := rec.Write(&history.Event{Type: history.TypeOracle, Source: read.Source, Read: len(read.Effects), Got: read.Got}); err != nil {
+		return err
+	}
+	for _, e := range read.Effects {
 		// An effect is one (tenant, id): services number orders per tenant,
 		// so the same id under two tenants is two effects.
 		id := e.Tenant + "\x00" + e.ID

@@ -15,6 +15,11 @@
 //   - [History], [Attempt], [Fault], [Effect] and [Load]: the compact,
 //     per-attempt form the checkers read, built in one streaming pass.
 //   - [Outcome]: ok, fail or info, the three ways an attempt can end.
+//   - [Step] and [OracleRead], with [History.Through], [History.StepCount],
+//     [History.StepInfo] and [History.StepAttempts]: what a run writes about
+//     itself (its steps and their expectations, a budget that ran out, its
+//     oracle's reads, environment errors), so that a check of the file
+//     reaches the run's verdict.
 //
 // Bodies round-trip byte-exactly: valid UTF-8 is written as the "body" string,
 // anything else as "body_b64". An attempt with no completion event loads as

@@ -23,6 +23,22 @@ const (
 	// TypeInterrupted, the last line of a run that was cut short (Ctrl-C,
 	// a deadline), says the history is partial: its error field says why.
 	TypeInterrupted Type = "interrupted"
+	// TypeStep says a step of the run begins: every event after it, up to
+	// the next step event, belongs to it, and it is judged on the history
+	// up to its end by its own expectation. A history without one is one
+	// step that expects every invariant to hold.
+	TypeStep Type = "step"
+	// TypeBudget says the driver's request budget (max_requests) ran out
+	// in the current step before every intent was sent and retried.
+	TypeBudget Type = "budget"
+	// TypeEnvironment says the harness could not do its job (its database
+	// died, the disk filled, the oracle could not be read, the target
+	// answered nothing): its error field names the cause. No verdict drawn
+	// from such a history is the service's.
+	TypeEnvironment Type = "environment"
+	// TypeOracle is one read of the effect oracle: where it read, how many
+	// effects came back, and what came back when none did.
+	TypeOracle Type = "oracle"
 )
 
 // Event is one line of a history. Which fields are meaningful depends on
@@ -46,6 +62,23 @@ type Event struct {
 	// Contract is the idempotency contract the run was judged by, so that
 	// a later check judges the same way; nil in histories that predate it.
 	Contract *Contract
+	// Invariants names the checks the run judged by, in order, so that a
+	// later check judges the same ones; nil: all seven.
+	Invariants []string
+
+	// Name and Expect (step) are the step's name and expectation: "clean"
+	// (every invariant holds; the default) or the invariant it expects
+	// violated.
+	Name   string
+	Expect string
+	// MaxRequests (budget) is the request budget that ran out.
+	MaxRequests int64
+	// Source, Read and Got (oracle) say where the oracle read ("GET <url>",
+	// "query <sql>"), how many effects it returned, and, when it returned
+	// none, what came back (clipped).
+	Source string
+	Read   int
+	Got    string
 
 	// Op is the attempt id, unique in the run (invoke, ok, info, fail; on a
 	// fault, the attempt it hit, 0 when it hit none).
@@ -59,7 +92,7 @@ type Event struct {
 
 	Req   *Request  // invoke: what was sent
 	Resp  *Response // ok: what came back
-	Error string    // info, fail: why there was no response; interrupted: why the run stopped
+	Error string    // info, fail: why there was no response; interrupted: why the run stopped; environment: the cause
 
 	Fault  string          // fault: the fault kind, e.g. "response-drop"
 	Action string          // fault: "fire" (default) or "heal"

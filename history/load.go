@@ -127,6 +127,17 @@ type History struct {
 	EffectsKnown bool
 	// IntentsKnown says the producer recorded ground-truth intents.
 	IntentsKnown bool
+	// Steps are the steps the history records (step events), in order,
+	// each with the position it began at ([History.Through]); nil when it
+	// records none: the whole history is then one step expecting every
+	// invariant to hold.
+	Steps []Step
+	// Environment says why the harness could not do its job (its
+	// environment events' causes, joined by "; "), "" when nothing failed:
+	// no verdict drawn from such a history is the service's.
+	Environment string
+	// Oracle lists the reads of the effect oracle the history records.
+	Oracle []OracleRead
 	// Events is the number of events read; End the largest ns seen.
 	Events int
 	End    int64
@@ -338,6 +349,8 @@ func (h *History) add(e *Event, l *loader) error {
 		if h.Interrupted == "" {
 			h.Interrupted = "interrupted"
 		}
+	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle:
+		h.addRun(e, l.attempts.n, l.effects.n)
 	case TypeEffect:
 		h.EffectsKnown = true
 		l.effects.add(Effect{

@@ -238,7 +238,12 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 				return true, fmt.Errorf("contract: %w", err)
 			}
 		}
+		if e.Invariants, err = stringList(v, "invariants", "invariant names"); err != nil {
+			return true, err
+		}
 		return true, nil
+	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle:
+		return true, decodeRun(v, e)
 	case TypeInvoke:
 		return true, decodeInvoke(v, e)
 	case TypeOK, TypeInfo, TypeFail:
@@ -303,6 +308,42 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// decodeRun fills the events a run writes about itself: its steps, its
+// budget, its environment and its oracle's reads.
+func decodeRun(v *fastjson.Value, e *Event) (err error) {
+	if e.NS, err = integer(v, "ns", false); err != nil {
+		return err
+	}
+	switch e.Type {
+	case TypeStep:
+		if e.Name, err = str(v, "name", false); err != nil {
+			return err
+		}
+		e.Expect, err = str(v, "expect", false)
+	case TypeBudget:
+		if e.MaxRequests, err = integer(v, "max_requests", false); err == nil && e.MaxRequests < 0 {
+			err = fmt.Errorf(`"max_requests" must not be negative`)
+		}
+	case TypeEnvironment:
+		if e.Error, err = str(v, "error", true); err == nil && e.Error == "" {
+			err = fmt.Errorf(`"error" must name the cause`)
+		}
+	case TypeOracle:
+		if e.Source, err = str(v, "source", false); err != nil {
+			return err
+		}
+		if e.Got, err = str(v, "got", false); err != nil {
+			return err
+		}
+		var n int64
+		if n, err = integer(v, "effects", false); err == nil && n < 0 {
+			err = fmt.Errorf(`"effects" must not be negative`)
+		}
+		e.Read = int(n)
+	}
+	return err
 }
 
 func decodeInvoke(v *fastjson.Value, e *Event) (err error) {
@@ -499,22 +540,31 @@ func decodeContract(v *fastjson.Value) (*Contract, error) {
 		name string
 		dst  *[]string
 	}{{"replay_headers", &c.ReplayHeaders}, {"replay_ignore", &c.ReplayIgnore}} {
-		a := v.Get(f.name)
-		if a == nil || a.Type() == fastjson.TypeNull {
-			continue
-		}
-		items, err := a.Array()
-		if err != nil {
-			return nil, fmt.Errorf("%q must be an array of header names, got %s", f.name, a.Type())
-		}
-		*f.dst = make([]string, 0, len(items))
-		for _, it := range items {
-			b, err := it.StringBytes()
-			if err != nil {
-				return nil, fmt.Errorf("%q must be an array of header names, got a %s in it", f.name, it.Type())
-			}
-			*f.dst = append(*f.dst, string(b))
+		if *f.dst, err = stringList(v, f.name, "header names"); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// stringList reads an optional array of strings (what says what they name,
+// for the error); nil when it is absent.
+func stringList(v *fastjson.Value, name, what string) ([]string, error) {
+	a := v.Get(name)
+	if a == nil || a.Type() == fastjson.TypeNull {
+		return nil, nil
+	}
+	items, err := a.Array()
+	if err != nil {
+		return nil, fmt.Errorf("%q must be an array of %s, got %s", name, what, a.Type())
+	}
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		b, err := it.StringBytes()
+		if err != nil {
+			return nil, fmt.Errorf("%q must be an array of %s, got a %s in it", name, what, it.Type())
+		}
+		out = append(out, string(b))
+	}
+	return out, nil
 }

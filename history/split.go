@@ -462,7 +462,8 @@ func (sp *splitter) part(h uint64) int32 { return int32(h % uint64(sp.n)) }
 func (sp *splitter) route(f *fact) error {
 	line, raw := f.line, f.raw
 	switch f.typ {
-	case TypeInvoke, TypeOK, TypeInfo, TypeFail, TypeEffect, TypeMeta, TypeFault, TypeInterrupted:
+	case TypeInvoke, TypeOK, TypeInfo, TypeFail, TypeEffect, TypeMeta, TypeFault, TypeInterrupted,
+		TypeStep, TypeBudget, TypeEnvironment, TypeOracle: // the last four, like an unknown type, go to every key partition
 		sp.s.Events++
 		sp.s.End = max(sp.s.End, f.ns)
 	default:
@@ -549,6 +550,13 @@ func (sp *splitter) route(f *fact) error {
 		}
 		if f.fault != "" {
 			sp.kinds[f.fault] = true
+		}
+	case TypeStep:
+		// Tenant-isolation judges the body partitions step by step too.
+		for _, w := range sp.bodies {
+			if err := w.write(line, raw); err != nil {
+				return err
+			}
 		}
 	case TypeMeta:
 	default:

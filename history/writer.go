@@ -86,6 +86,9 @@ func AppendEvent(dst []byte, e *Event) []byte {
 		if c := e.Contract; c != nil {
 			dst = appendContract(dst, c)
 		}
+		if e.Invariants != nil {
+			dst = appendStrings(dst, "invariants", e.Invariants)
+		}
 	case TypeInvoke:
 		dst = appendInt(dst, "op", e.Op)
 		dst = appendOptString(dst, "intent", e.Intent)
@@ -131,6 +134,21 @@ func AppendEvent(dst []byte, e *Event) []byte {
 	case TypeInterrupted:
 		dst = appendInt(dst, "ns", e.NS)
 		dst = appendOptString(dst, "error", e.Error)
+	case TypeStep:
+		dst = appendOptString(dst, "name", e.Name)
+		dst = appendOptString(dst, "expect", e.Expect)
+		dst = appendInt(dst, "ns", e.NS)
+	case TypeBudget:
+		dst = appendInt(dst, "max_requests", e.MaxRequests)
+		dst = appendInt(dst, "ns", e.NS)
+	case TypeEnvironment:
+		dst = appendOptString(dst, "error", e.Error)
+		dst = appendInt(dst, "ns", e.NS)
+	case TypeOracle:
+		dst = appendOptString(dst, "source", e.Source)
+		dst = appendInt(dst, "effects", int64(e.Read))
+		dst = appendOptString(dst, "got", e.Got)
+		dst = appendInt(dst, "ns", e.NS)
 	case TypeEffect:
 		dst = appendOptString(dst, "tenant", e.Tenant)
 		dst = appendOptString(dst, "key", e.Key)
@@ -252,19 +270,9 @@ func appendContract(dst []byte, c *Contract) []byte {
 		name string
 		list []string
 	}{{"replay_headers", c.ReplayHeaders}, {"replay_ignore", c.ReplayIgnore}} {
-		if f.list == nil {
-			continue
+		if f.list != nil {
+			dst = appendStrings(dst, f.name, f.list)
 		}
-		dst = append(dst, ',')
-		dst = appendString(dst, f.name)
-		dst = append(dst, ":["...)
-		for i, n := range f.list {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendString(dst, n)
-		}
-		dst = append(dst, ']')
 	}
 	if c.DecisionBoundMS != 0 {
 		dst = appendInt(dst, "decision_bound_ms", c.DecisionBoundMS)
@@ -273,4 +281,18 @@ func appendContract(dst []byte, c *Contract) []byte {
 		dst = appendInt(dst, "retention_gap_ms", c.RetentionGapMS)
 	}
 	return append(dst, '}')
+}
+
+// appendStrings appends the field name with an array of strings.
+func appendStrings(dst []byte, name string, list []string) []byte {
+	dst = append(dst, ',')
+	dst = appendString(dst, name)
+	dst = append(dst, ":["...)
+	for i, n := range list {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, n)
+	}
+	return append(dst, ']')
 }

@@ -16,7 +16,9 @@ func sampleEvents() []history.Event {
 	return []history.Event{
 		{Type: history.TypeMeta, V: 1, Scenario: "response-drop", Seed: 42, Started: "2026-11-30T00:00:00Z", EffectsRecorded: true,
 			Contract: &history.Contract{Profile: "custom", MissingKey: 0, Reuse: 400, InFlight: 425, Fingerprint: "canonical",
-				ReplayHeaders: []string{"Location"}, ReplayIgnore: []string{}, DecisionBoundMS: 9000, RetentionGapMS: 1}},
+				ReplayHeaders: []string{"Location"}, ReplayIgnore: []string{}, DecisionBoundMS: 9000, RetentionGapMS: 1},
+			Invariants: []string{"exactly-once", "replay-identical"}},
+		{Type: history.TypeStep, Name: "double clicks", Expect: "in-flight-conflict", NS: 100},
 		{Type: history.TypeInvoke, Op: 17, Intent: "i42", Tenant: "t1", Key: "k-9", Attempt: 2, Client: 3, NS: 123,
 			Req: &history.Request{Method: "POST", Path: "/v1/orders",
 				Headers: history.Headers{{Name: "Idempotency-Key", Value: "k-9"}, {Name: "Content-Type", Value: "application/json"}},
@@ -33,6 +35,10 @@ func sampleEvents() []history.Event {
 		{Type: history.TypeFault, Fault: "crash", Action: "heal", NS: 401},
 		{Type: history.TypeEffect, Tenant: "t1", Key: "k-9", Intent: "i42", Effect: "order 9912", NS: 900},
 		{Type: history.TypeEffect, Tenant: "t1", Key: "k-9", Effect: "x", Kind: "notification", NS: 901},
+		{Type: history.TypeBudget, MaxRequests: 200, NS: 902},
+		{Type: history.TypeOracle, Source: "GET http://127.0.0.1:8080/orders", Read: 0, Got: `200 {"orders":[]}`, NS: 903},
+		{Type: history.TypeOracle, Source: "query SELECT 1", Read: 3, NS: 904},
+		{Type: history.TypeEnvironment, Error: "the disk is full", NS: 905},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -255,6 +256,39 @@ func TestWriteHTML_InBrowser(t *testing.T) {
 		}
 		checkClean(t, ctx, pl, url)
 		screenshot(t, ctx)
+	})
+
+	// With scripts off the page is the same report: every drawing, the
+	// browser's own tooltips (the SVG titles the script would have moved),
+	// the folded runs as native <details>, and links that land.
+	t.Run("scripts off", func(t *testing.T) {
+		tab, cancel := chromedp.NewContext(ctx)
+		defer cancel()
+		if _, err := chromedp.Call(tab, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+			t.Fatalf("disable scripts: %v", err)
+		}
+		rep, tls := checkedReport(t, examplePath)
+		rep.Runs[0].Mutant = "no-key"
+		rep.Matrix = &report.Matrix{OK: true, Mutants: []report.MatrixRow{{Mutant: "no-key", Caught: true, Expected: "exactly-once", By: []string{"exactly-once"}}}}
+		pl, url := openReport(t, tab, "noscript.html", rep, tls)
+		checkClean(t, tab, pl, url)
+		if n := eval[int](t, tab, `document.querySelectorAll('[data-key="k-1"] svg rect.attempt').length`); n != 2 {
+			t.Errorf("k-1's timeline shows %d attempt bars with scripts off, want 2", n)
+		}
+		if n := eval[int](t, tab, `document.querySelectorAll('svg.tl rect.attempt > title').length`); n != 2 {
+			t.Errorf("%d bars keep their tooltip (SVG title) with scripts off, want 2", n)
+		}
+		if n := eval[int](t, tab, `document.querySelectorAll('[data-tip]').length`); n != 0 {
+			t.Errorf("%d elements were rewritten: the page's script ran with scripts off", n)
+		}
+		// The folded run opens without a script, and its link lands.
+		open := eval[bool](t, tab, `(() => { const d = document.querySelector('section.run details'); d.open = true; return d.querySelector('#v1') !== null && d.open; })()`)
+		if !open {
+			t.Error("the folded run does not open to its timeline")
+		}
+		if broken := eval[[]string](t, tab, `Array.from(document.querySelectorAll('a[href^="#"]')).map(a => a.getAttribute('href')).filter(h => !document.getElementById(h.slice(1)))`); len(broken) != 0 {
+			t.Errorf("links to nothing: %v", broken)
+		}
 	})
 
 	t.Run("failure repeated across runs", func(t *testing.T) {

@@ -12,10 +12,11 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
-//go:embed assets/report.tmpl assets/report.css assets/report.js
+//go:embed assets/report.tmpl assets/run.tmpl assets/report.css assets/report.js
 var assets embed.FS
 
 // The page's stylesheet and script, embedded verbatim. The page's Content
@@ -42,13 +43,28 @@ func init() {
 		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 	}
 	pageCSP = "default-src 'none'; style-src " + hash(pageCSS) + "; script-src " + hash(pageJS) + "; base-uri 'none'; form-action 'none'"
-	pageTmpl = template.Must(template.New("report.tmpl").Funcs(template.FuncMap{
+	pageTmpl = template.Must(newPage().ParseFS(assets, "assets/report.tmpl"))
+}
+
+func newPage() *template.Template {
+	return template.New("report.tmpl").Funcs(template.FuncMap{
 		"upper": strings.ToUpper,
 		"dash":  dash,
 		"join":  func(s []string) string { return strings.Join(s, ", ") },
 		"ms":    func(n int64) string { return fmt.Sprintf("%d ms", n) },
-	}).ParseFS(assets, "assets/report.tmpl"))
+		"f":     func(x float64) string { return fmt.Sprintf("%.1f", x) },
+		"ops":   joinOps,
+		"label": runLabel,
+	})
 }
+
+// twinTmpl is the page with its run sections through their template
+// (assets/run.tmpl redefines the page's "run-section" block), parsed when
+// first asked for: only the test that holds html_run.go to it renders it,
+// so the command's start-up does not pay for parsing it.
+var twinTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(newPage().ParseFS(assets, "assets/report.tmpl", "assets/run.tmpl"))
+})
 
 // The drawing's geometry, in SVG user units (the SVG scales to the page).
 const (
@@ -72,6 +88,13 @@ const (
 // escaping applied by hand in the run sections (html_run.go); the page
 // works with scripts off.
 func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
+	return writeHTML(w, rep, timelines, true)
+}
+
+// writeHTML writes the page; byHand writes the run sections with
+// html_run.go, else through their template (assets/run.tmpl), the source
+// of truth the hand-written code is tested against.
+func writeHTML(w io.Writer, rep Report, timelines []Timeline, byHand bool) error {
 	p := page{Report: rep, CSS: template.CSS(pageCSS), JS: template.JS(pageJS), CSP: pageCSP}
 	for i, run := range rep.Runs {
 		// In a catch matrix a mutant's violations are what was expected:
@@ -181,13 +204,18 @@ func WriteHTML(w io.Writer, rep Report, timelines []Timeline) error {
 			}
 		}
 	}
-	for ri := range p.Runs {
-		var b htmlBuf
-		writeRun(&b, &p.Runs[ri])
-		p.Runs[ri].HTML = template.HTML(b.String()) // escaped as it was written
+	tmpl := pageTmpl
+	if !byHand {
+		tmpl = twinTmpl()
+	} else {
+		for ri := range p.Runs {
+			var b htmlBuf
+			writeRun(&b, &p.Runs[ri])
+			p.Runs[ri].HTML = template.HTML(b.String()) // escaped as it was written
+		}
 	}
 	var buf bytes.Buffer
-	if err := pageTmpl.Execute(&buf, p); err != nil {
+	if err := tmpl.Execute(&buf, p); err != nil {
 		return fmt.Errorf("write html report: %w", err)
 	}
 	if _, err := w.Write(printable(buf.Bytes())); err != nil {
@@ -284,7 +312,8 @@ type runView struct {
 	// MoreUndrawn counts the rest.
 	Undrawn     []undrawn
 	MoreUndrawn int
-	// HTML is the section as writeRun wrote it.
+	// HTML is the section as writeRun wrote it (empty on the template's
+	// page, which renders the section through the "run" template).
 	HTML template.HTML
 }
 

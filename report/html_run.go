@@ -10,12 +10,14 @@ import (
 // facts, a row per invariant and a timeline (or a repeat's row) per
 // violation: through html/template (reflection for every field and call)
 // they were most of the merge's CPU. They are written here by hand
-// instead, byte for byte what the template wrote, every string from a
-// report going through text: the escaping html/template applies in element
-// text, in <title> and in quoted attribute values (the only places data
-// goes). Nothing here writes a script, a style or a URL from data (the one
-// href is the page's own anchor, "#v<n>"). The page's frame, catch matrix
-// and index stay in the template.
+// instead, byte for byte what their template (assets/run.tmpl, the
+// markup's source of truth) writes — TestWriteHTML_ByHandIsTheTemplate
+// compares the two pages over every golden history and a set of outcomes —
+// every string from a report going through text: the escaping html/template
+// applies in element text, in <title> and in quoted attribute values (the
+// only places data goes). Nothing here writes a script, a style or a URL
+// from data (the one href is the page's own anchor, "#v<n>"). The page's
+// frame, catch matrix and index are written by its template alone.
 
 // htmlEscaper escapes as html/template does in text and quoted attributes
 // (its htmlReplacementTable: NUL becomes U+FFFD, '+' is escaped too).

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/idemchaos/idemchaos/checkers"
 )
 
 type junitSuites struct {
@@ -61,7 +63,12 @@ func WriteJUnit(w io.Writer, rep Report) error {
 		if run.Error != "" {
 			s.Cases = append(s.Cases, junitCase{Name: "run", Classname: class, Error: &junitProblem{Message: run.Error, Type: "setup"}})
 		}
-		if run.Expect == "caught" && !run.Met && run.Error == "" {
+		if run.Verdict == checkers.EnvironmentError.String() {
+			// One case says the harness could not do its job; the
+			// invariants below say they were not judged.
+			s.Cases = append(s.Cases, junitCase{Name: "environment", Classname: class, Error: &junitProblem{Message: environmentReason(run), Type: "environment"}})
+		}
+		if run.Expect == "caught" && !run.Met && run.Error == "" && run.Verdict != checkers.EnvironmentError.String() {
 			s.Cases = append(s.Cases, junitCase{Name: "caught", Classname: class, Failure: &junitProblem{
 				Message: "mutant " + run.Mutant + " not caught: no invariant was violated", Type: "missed"}})
 		}
@@ -132,4 +139,14 @@ func firstLine(msgs []string) string {
 		return msgs[0]
 	}
 	return fmt.Sprintf("%s (and %d more)", msgs[0], len(msgs)-1)
+}
+
+// environmentReason is the reason of a run's environment error.
+func environmentReason(run Run) string {
+	for _, st := range run.Steps {
+		if st.Verdict == checkers.EnvironmentError.String() {
+			return st.Reason
+		}
+	}
+	return run.Error
 }

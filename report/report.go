@@ -16,7 +16,7 @@ const ShapeVersion = 1
 type Report struct {
 	Tool     string `json:"tool"`
 	Version  int    `json:"version"`
-	Verdict  string `json:"verdict"` // pass, violation, unknown
+	Verdict  string `json:"verdict"` // pass, violation, unknown, environment-error
 	ExitCode int    `json:"exit_code"`
 	Runs     []Run  `json:"runs"`
 	// Matrix is set by demo.
@@ -151,6 +151,19 @@ func FromOutcome(o *harness.Outcome) Run {
 	return r
 }
 
+// FromJudgement turns an offline check of one history file, judged step
+// by step as its run was ([checkers.Judge]), into a run: the same steps,
+// verdicts and expectations met as the run's own report, when h is the
+// history of a run.
+func FromJudgement(file string, h *history.History, j checkers.Judgement) Run {
+	r := Run{Scenario: h.Meta.Scenario, File: file, Seed: h.Meta.Seed, History: file, Verdict: j.Verdict.String(), Met: j.Met()}
+	for _, s := range j.Steps {
+		r.Steps = append(r.Steps, Step{Name: s.Name, Expect: s.Expect, Met: s.Met, Verdict: s.Result.Verdict.String(),
+			Reason: s.Result.Reason, Invariants: invariants(s.Result)})
+	}
+	return r
+}
+
 // FromCheck turns an offline check of one history file into a run.
 func FromCheck(file string, h *history.History, res checkers.Result) Run {
 	return Run{Scenario: h.Meta.Scenario, File: file, Seed: h.Meta.Seed, History: file, Verdict: res.Verdict.String(),
@@ -204,7 +217,10 @@ func FromMatrix(m *harness.Matrix) *Matrix {
 	return out
 }
 
-// New assembles a report and its exit code from runs.
+// New assembles a report and its exit code from runs: 3 when the
+// environment failed in any run, whatever the others found; else 0 when
+// every run met its expectations, 2 when the worst was unknown, 1 for a
+// violation.
 func New(runs []Run) Report {
 	r := Report{Tool: "idemchaos", Version: ShapeVersion, Runs: runs}
 	if r.Runs == nil {
@@ -215,6 +231,8 @@ func New(runs []Run) Report {
 	for _, run := range runs {
 		met = met && run.Met && run.Error == ""
 		switch run.Verdict {
+		case "environment-error":
+			worst = max(worst, checkers.EnvironmentError)
 		case "violation":
 			worst = max(worst, checkers.Violated)
 		case "unknown":
@@ -223,6 +241,8 @@ func New(runs []Run) Report {
 	}
 	r.Verdict = worst.String()
 	switch {
+	case worst == checkers.EnvironmentError:
+		r.ExitCode = 3
 	case met:
 		r.ExitCode = 0
 	case worst == checkers.Unknown:
@@ -230,6 +250,15 @@ func New(runs []Run) Report {
 	default:
 		r.ExitCode = 1
 	}
+	return r
+}
+
+// Failed is the report of a command the environment stopped before it had
+// a verdict (demo's dead database): verdict environment-error, exit 3,
+// and why.
+func Failed(err error) Report {
+	r := New(nil)
+	r.Verdict, r.ExitCode, r.Error = checkers.EnvironmentError.String(), 3, err.Error()
 	return r
 }
 

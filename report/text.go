@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/idemchaos/idemchaos/checkers"
 )
 
 // MaxTextViolations bounds the violations the summary spells out per run and
@@ -51,6 +53,8 @@ func WriteText(w io.Writer, rep Report) {
 	for _, run := range rep.Runs {
 		status := "PASS"
 		switch {
+		case run.Verdict == checkers.EnvironmentError.String():
+			status = "ERROR"
 		case run.Met:
 		case run.Verdict == "unknown":
 			status = "UNKNOWN"

@@ -20,6 +20,12 @@ import (
 	"github.com/idemchaos/idemchaos/internal/suggest"
 )
 
+// The fault parameters in schema.json ($defs/params-<kind>, the kind enum)
+// are generated from the faults registry: edit a kind's struct, its tags
+// and doc comments, then regenerate.
+//
+//go:generate go run ../internal/faultschema/gen.go
+
 //go:embed schema.json
 var schemaJSON []byte
 

@@ -1,6 +1,7 @@
 package scenarios_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/harness/driver"
+	"github.com/idemchaos/idemchaos/internal/faultschema"
 	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -176,4 +178,29 @@ func sampleValue(p any) any {
 		return true
 	}
 	return "x"
+}
+
+// TestSchema_FaultParamsAreGenerated keeps the committed schema.json what
+// `go generate ./scenarios` writes: each kind's parameters (types, enums,
+// bounds, the help an editor shows) come from its struct tags and doc
+// comments in faults/, so a new kind, or a changed parameter, is one file
+// there and a regenerated schema here.
+func TestSchema_FaultParamsAreGenerated(t *testing.T) {
+	t.Parallel()
+	got := scenarios.Schema()
+	want, err := faultschema.Update(got, "../faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("schema.json is not what the faults registry generates; run go generate ./scenarios (first difference on line %d)", firstDiffLine(got, want))
+	}
+}
+
+func firstDiffLine(a, b []byte) int {
+	i := 0
+	for i < min(len(a), len(b)) && a[i] == b[i] {
+		i++
+	}
+	return bytes.Count(a[:i], []byte("\n")) + 1
 }

@@ -40,8 +40,14 @@ The contract a history was judged by (status codes, payload fingerprint,
 replay headers, bounds) is read from its meta event when the run wrote it;
 the contract flags override it field by field.
 
-Exit codes: 0 every invariant held, 1 a violation, 2 inconclusive (unknown
-verdicts, no violation), 3 a file could not be read or is malformed.`,
+A history is judged step by step with the rules a run applies (see
+ARCHITECTURE.md, "One verdict"), so the history of a run gets the run's
+verdict: steps and their expectations, nothing to judge (404 or 403
+everywhere, nothing sent), environment errors the run recorded.
+
+Exit codes: 0 every expectation held, 1 a violation, 2 nothing to judge or
+inconclusive (no violation), 3 a file could not be read or is malformed, or
+the history records an environment error.`,
 		Example: `  idemchaos check testdata/histories/exactly-once/response-drop-retry-ok.jsonl
   idemchaos check --json run.jsonl
   idemchaos check --invariant exactly-once --invariant replay-identical run.jsonl
@@ -88,11 +94,11 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 	var runs []report.Run
 	var shares []*partcheck.Partial // check --partition I/N: each file's share, for merge
 	for _, name := range files {
-		contract, err := contractOf(name, f.contract)
+		contract, names, err := contractOf(name, f)
 		if err != nil {
 			return usageError(err)
 		}
-		checker, err := f.checker(contract)
+		checker, err := f.checker(contract, names)
 		if err != nil {
 			return usageError(fmt.Errorf("%s: %w", name, err))
 		}
@@ -102,7 +108,7 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 			if f.effects != "" {
 				return usageError(fmt.Errorf("--effects reads the effects into memory: it does not combine with a partitioned check"))
 			}
-			run, share, err := checkPartitioned(cmd.Context(), name, contract, f, n, only)
+			run, share, err := checkPartitioned(cmd.Context(), name, contract, names, f, n, only)
 			if err != nil {
 				return usageError(err)
 			}
@@ -121,8 +127,9 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 				return usageError(err)
 			}
 		}
-		run := report.FromCheck(name, h, checker.Check(h, h.Effects))
-		runs = append(runs, run)
+		// Step by step, with the verdict rules a run applies: the history of
+		// a run gets the run's verdict.
+		runs = append(runs, report.FromJudgement(name, h, checkers.Judge(h, checker, contract.Options()...)))
 	}
 	if len(shares) > 0 && f.json {
 		return printShares(cmd, report.New(runs), shares)
@@ -130,10 +137,10 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 	return m.printCheck(cmd, f, report.New(runs))
 }
 
-// checker is the checker of contract with the chosen invariants, bounded
-// by --max-time when given.
-func (f checkFlags) checker(contract checkers.Contract) (checkers.Checker, error) {
-	c, err := checkers.ForContract(contract, f.invariants...)
+// checker is the checker of contract with the invariants named (all
+// seven for none), bounded by --max-time when given.
+func (f checkFlags) checker(contract checkers.Contract, names []string) (checkers.Checker, error) {
+	c, err := checkers.ForContract(contract, names...)
 	if err != nil {
 		return nil, err
 	}
@@ -156,13 +163,23 @@ func (m *Main) printCheck(cmd *cobra.Command, f checkFlags, rep report.Report) e
 	return exitFor(rep)
 }
 
-// contractOf returns the contract to judge a history by: the one its meta
-// event carries (the defaults when it carries none), with the flags given
-// on the command line applied over it.
-func contractOf(name string, flags contractFlags) (checkers.Contract, error) {
+// contractOf returns the contract to judge a history by — the one its
+// meta event carries (the defaults when it carries none), with the contract
+// flags applied over it — and the invariants: those of --invariant, else
+// those the meta event names (the run's), else nil for all seven.
+func contractOf(name string, cf checkFlags) (checkers.Contract, []string, error) {
+	c, names, err := metaContract(name, cf.contract)
+	if len(cf.invariants) > 0 {
+		names = cf.invariants
+	}
+	return c, names, err
+}
+
+// metaContract reads the contract and invariants of a history's meta event.
+func metaContract(name string, flags contractFlags) (checkers.Contract, []string, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return checkers.Contract{}, fmt.Errorf("open history: %w", err)
+		return checkers.Contract{}, nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
 	var meta history.Event
@@ -170,21 +187,26 @@ func contractOf(name string, flags contractFlags) (checkers.Contract, error) {
 	var le *history.LineError
 	switch {
 	case errors.As(err, &le):
-		return checkers.Contract{}, fmt.Errorf("%s:%d: %s", name, le.Line, le.Msg)
+		return checkers.Contract{}, nil, fmt.Errorf("%s:%d: %s", name, le.Line, le.Msg)
 	case errors.Is(err, io.EOF):
-		return checkers.Contract{}, fmt.Errorf(`%s:1: empty history: expected a meta event {"type":"meta","v":1,...}`, name)
+		return checkers.Contract{}, nil, fmt.Errorf(`%s:1: empty history: expected a meta event {"type":"meta","v":1,...}`, name)
 	case err != nil:
-		return checkers.Contract{}, fmt.Errorf("%s: %w", name, err)
+		return checkers.Contract{}, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	base, err := checkers.ContractFromMeta(meta.Contract)
 	if err != nil {
-		return checkers.Contract{}, fmt.Errorf("%s:1: contract: %w", name, err)
+		return checkers.Contract{}, nil, fmt.Errorf("%s:1: contract: %w", name, err)
 	}
 	c, err := flags.apply(base)
 	if err != nil {
-		return checkers.Contract{}, fmt.Errorf("%s: %w", name, err)
+		return checkers.Contract{}, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return c, nil
+	for _, n := range meta.Invariants {
+		if _, err := checkers.ByName(n); err != nil {
+			return checkers.Contract{}, nil, fmt.Errorf("%s:1: invariants: %w", name, err)
+		}
+	}
+	return c, meta.Invariants, nil
 }
 
 // loadFile loads one history; a malformed one is "file:line: what was wrong".

@@ -72,7 +72,7 @@ const partitionedMemory = 768 << 20
 // checkPartitioned checks one history partition by partition. With only
 // >= 0 it also returns that partition's share, which merge joins with the
 // other machines' shares.
-func checkPartitioned(ctx context.Context, name string, contract checkers.Contract, f checkFlags, n, only int) (report.Run, *partcheck.Partial, error) {
+func checkPartitioned(ctx context.Context, name string, contract checkers.Contract, names []string, f checkFlags, n, only int) (report.Run, *partcheck.Partial, error) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(partitionedMemory))
 	}
@@ -84,7 +84,7 @@ func checkPartitioned(ctx context.Context, name string, contract checkers.Contra
 	}
 	defer scratch.Close()
 	share, err := partcheck.Check(name, partcheck.Options{
-		Partitions: n, Only: only, Contract: contract, Names: f.invariants, MaxTime: f.maxTime, Context: ctx, Dir: scratch.Dir(),
+		Partitions: n, Only: only, Contract: contract, Names: names, MaxTime: f.maxTime, Context: ctx, Dir: scratch.Dir(),
 	})
 	if err != nil {
 		return report.Run{}, nil, historyError(name, err)
@@ -97,9 +97,9 @@ func checkPartitioned(ctx context.Context, name string, contract checkers.Contra
 }
 
 // runOf is the report of a history checked partition by partition.
-func runOf(name string, sum *partcheck.Summary, res checkers.Result) report.Run {
+func runOf(name string, sum *partcheck.Summary, j checkers.Judgement) report.Run {
 	h := &history.History{Meta: sum.Meta, Events: sum.Events, Truncated: sum.Truncated, Interrupted: sum.Interrupted}
-	return report.FromCheck(name, h, res)
+	return report.FromJudgement(name, h, j)
 }
 
 // shareReport is the JSON report of check --partition I/N: check's report

@@ -35,7 +35,9 @@ With --env docker the same matrix runs in containers instead (a private network,
 a Postgres primary and streaming standby, toxiproxy-server, the reference as a
 container); build the images once with 'idemchaos images build'.
 
-Exit 0 only if the reference is clean and every mutant is caught.`,
+Exit 0 only if the reference is clean and every mutant is caught; 3, with one
+line naming the cause and no catch matrix, when the environment fails (its
+Postgres dies, the disk fills).`,
 		Example: `  idemchaos demo
   idemchaos demo --env docker
   idemchaos demo --mutant check-then-insert --mutant no-lease
@@ -112,7 +114,17 @@ Exit 0 only if the reference is clean and every mutant is caught.`,
 					}
 					return errInterrupted()
 				}
-				return usageError(err)
+				// The environment failed (a dead database, a full disk):
+				// no catch matrix, which would read as mutants missed.
+				if o := lastRun(matrix); o != nil && o.HistoryPath != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "history kept: %s\n", o.HistoryPath)
+				}
+				if out.json {
+					if werr := writeJSON(cmd.OutOrStdout(), report.Failed(oneLineError{err})); werr != nil {
+						return usageError(werr)
+					}
+				}
+				return usageError(oneLineError{err})
 			}
 			runs, outcomes := demoRuns(matrix)
 			// The matrix is the summary; --json, --junit and --report carry

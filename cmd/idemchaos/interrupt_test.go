@@ -37,7 +37,8 @@ func TestRun_InterruptKeepsHistoryAndCleansUp(t *testing.T) {
 		done <- m.Exit(m.Run(ctx, []string{"run", "-s", "../../scenarios/crash-mid-request.yaml", "--mutant", "no-lease", "--reruns", "0", "--shrink=false"}))
 	}()
 	// The stimulus: interrupt once traffic is on the wire (the no-lease
-	// clients then keep asking for seconds).
+	// clients then keep asking for over a second: the decision bound after
+	// the restart).
 	histories := filepath.Join(tmp, "idemchaos-histories")
 	deadline := time.Now().Add(30 * time.Second)
 	for !sentSomething(histories) {

@@ -105,7 +105,7 @@ func netnsChild(bin string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	svc, err := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	svc, err := serveLoopback(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.Method == http.MethodPost {
 			w.WriteHeader(http.StatusCreated)
@@ -118,7 +118,7 @@ func netnsChild(bin string) error {
 		return err
 	}
 	_, svcPort, _ := net.SplitHostPort(svc)
-	redirector, err := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	redirector, err := serveLoopback(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://203.0.113.7/effects", http.StatusFound)
 	}))
 	if err != nil {
@@ -207,8 +207,8 @@ func netnsSQL(dsn string) string {
 	return "  oracle: sql\n  dsn: \"" + dsn + "\"\n  query: SELECT 1, 2, 3\n"
 }
 
-// serve serves h on a loopback port and returns its address.
-func serve(h http.Handler) (string, error) {
+// serveLoopback serves h on a loopback port and returns its address.
+func serveLoopback(h http.Handler) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err

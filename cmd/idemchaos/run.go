@@ -58,9 +58,12 @@ shards' --json reports into one verdict.
 Scenario files may also follow the flags (run -s idemchaos/*.yaml expands to
 several files).
 
-Exit codes: 0 every expectation held, 1 a violation, 2 inconclusive, 3 usage,
-configuration or environment error (invalid scenario, unreachable or non-loopback
-target, failing oracle, missing hook).`,
+Exit codes: 0 every expectation held, 1 a violation, 2 nothing to judge or
+inconclusive, 3 usage, configuration or environment error (invalid scenario,
+unreachable or non-loopback target, failing oracle or one that read nothing,
+missing hook, dead harness database, full disk, a target that answered none of
+the run's attempts). An environment error is written into the history, so
+check of it says the same.`,
 		Example: `  idemchaos run -s scenarios/response-drop-replay.yaml
   idemchaos run -s scenarios/double-click-exactly-once.yaml --mutant check-then-insert
   idemchaos run -s my-api.yaml --target http://127.0.0.1:8080 --junit report.xml --report report.html

@@ -11,11 +11,17 @@ import (
 )
 
 // runMain runs the CLI in-process and returns its exit code and streams.
+// After a run, check of each run's history must give the run's verdict
+// and exit code (see agreesWithCheck): every run test is also a test of
+// the one verdict.
 func runMain(tb testing.TB, args ...string) (code int, stdout, stderr string) {
 	tb.Helper()
 	var out, errb bytes.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }}
 	code = m.Exit(m.Run(context.Background(), args))
+	if len(args) > 0 && args[0] == "run" {
+		agreesWithCheck(tb, args, code, out.String())
+	}
 	return code, out.String(), errb.String()
 }
 

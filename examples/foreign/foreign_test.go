@@ -2,11 +2,16 @@ package foreign_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/examples/foreign"
 	"github.com/idemchaos/idemchaos/harness/pgtest"
 )
@@ -33,6 +38,7 @@ func TestCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cli := buildCLI(t, root)
 	// Histories are kept when the test fails, so that the paths it prints
 	// can be opened (and with FOREIGN_KEEP_HISTORIES set, always).
 	hist, err := os.MkdirTemp("", "foreign-histories-")
@@ -63,6 +69,7 @@ func TestCorpus(t *testing.T) {
 			for _, r := range results {
 				got = append(got, fmt.Sprintf("%s%v", r.Verdict, r.Violated))
 				checkClicks(t, c, r)
+				checkAgrees(t, cli, r)
 				if c.Right(r.Verdict) {
 					right++
 					if !c.Correct() {
@@ -134,4 +141,49 @@ func firstLineWith(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// buildCLI builds the idemchaos command, whose check judges the runs'
+// histories offline.
+func buildCLI(t *testing.T, root string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "idemchaos")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/idemchaos")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build idemchaos: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// checkAgrees asserts the one verdict: idemchaos check of the run's
+// history gives the verdict and exit code the run itself got.
+func checkAgrees(t *testing.T, cli string, r foreign.SeedResult) {
+	t.Helper()
+	if r.History == "" {
+		return
+	}
+	want := 1
+	switch {
+	case r.RunVerdict == checkers.EnvironmentError:
+		want = 3
+	case r.RunMet:
+		want = 0
+	case r.RunVerdict == checkers.Unknown:
+		want = 2
+	}
+	out, err := exec.CommandContext(t.Context(), cli, "check", "--json", r.History).Output()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("check %s: %v", r.History, err)
+	}
+	var rep struct {
+		Verdict string `json:"verdict"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil || code != want || rep.Verdict != r.RunVerdict.String() {
+		t.Errorf("seed %d: the run got %s (exit %d); check of its history %s gives %s (exit %d, %v)", r.Seed, r.RunVerdict, want, r.History, rep.Verdict, code, err)
+	}
 }

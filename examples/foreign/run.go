@@ -45,6 +45,10 @@ type SeedResult struct {
 	History  string
 	Requests int64
 	Elapsed  time.Duration
+	// RunVerdict and RunMet are what idemchaos itself said of the run:
+	// an offline check of History must say the same.
+	RunVerdict checkers.Verdict
+	RunMet     bool
 }
 
 // Right says the verdict is the one the case expects.
@@ -61,12 +65,15 @@ func (c Case) Judge(seed int64, out *harness.Outcome, err error) SeedResult {
 	if out != nil {
 		r.History, r.Requests, r.Elapsed = out.HistoryPath, out.Requests, out.Elapsed
 		r.Violated = out.Caught()
+		r.RunVerdict, r.RunMet = out.Verdict(), out.Met()
 	}
-	if err != nil || out == nil || len(out.Steps) == 0 {
+	if err != nil || out == nil || len(out.Steps) == 0 || out.Environment() != "" {
 		r.Verdict = Error
 		r.Detail = "the run judged nothing"
 		if err != nil {
 			r.Detail = err.Error()
+		} else if out != nil && out.Environment() != "" {
+			r.Detail = out.Environment()
 		}
 		return r
 	}

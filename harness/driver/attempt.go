@@ -25,6 +25,11 @@ type result struct {
 	hasRetryAfter bool
 	retryAfter    time.Duration
 	stop          bool // the run is over: no more attempts
+	// op and invoked (its invoke event's time) are set once the attempt
+	// was recorded (invoked > 0); aimed says the plan aimed a fault at it.
+	// The key's clock reads them (see overdue.go).
+	op, invoked int64
+	aimed       bool
 }
 
 // scratch is what one attempt builds and records, reused by a later one:
@@ -74,6 +79,7 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int, g *gate)
 	if click == 0 {
 		info.Fault = in.Faults[n]
 	}
+	res := result{op: info.Op, aimed: info.Fault != ""}
 	// Rendered from this attempt's own key: a request never contradicts
 	// its sender, and a new key per retry is in the body too.
 	s.sent = d.cfg.Template.Render(in, info.Key)
@@ -89,8 +95,8 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int, g *gate)
 			// fail, so the history loads and shows the attempt for what it
 			// was. A routing failure is the harness's, not the client's:
 			// the intent goes on with its retries.
-			d.notSent(s, info, in, hdr, "route: "+err.Error())
-			return result{stop: ctx.Err() != nil}
+			res.invoked, res.stop = d.notSent(s, info, in, hdr, "route: "+err.Error()), ctx.Err() != nil
+			return res
 		}
 		route = r
 	}
@@ -107,10 +113,10 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int, g *gate)
 	}
 	if err != nil {
 		// The same request would fail the same way on every retry.
-		d.notSent(s, info, in, hdr, "build request: "+err.Error())
-		return result{stop: true}
+		res.invoked, res.stop = d.notSent(s, info, in, hdr, "build request: "+err.Error()), true
+		return res
 	}
-	d.record(s, info, in, hdr, history.TypeInvoke, nil, "")
+	res.invoked = d.record(s, info, in, hdr, history.TypeInvoke, nil, "")
 
 	w := wireRequest{method: in.Method, t: t, hdr: hdr, body: rq.Body, fresh: route.Fresh}
 	if g != nil {
@@ -142,11 +148,12 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int, g *gate)
 			d.info.Add(1)
 		}
 		d.record(s, info, in, nil, kind, nil, msg)
-		return result{stop: ctx.Err() != nil}
+		res.stop = ctx.Err() != nil
+		return res
 	}
 	d.ok.Add(1)
 	d.record(s, info, in, nil, history.TypeOK, &ex, "")
-	res := result{status: ex.head.status}
+	res.status = ex.head.status
 	if v := ex.head.retryAfter; v != "" {
 		res.retryAfter, res.hasRetryAfter = parseRetryAfter(v)
 	}
@@ -216,16 +223,18 @@ func appendRedacted(dst, h history.Headers) history.Headers {
 }
 
 // notSent records an attempt that provably never left the client: its
-// invoke, then its fail.
-func (d *runner) notSent(s *scratch, info AttemptInfo, in *Intent, hdr history.Headers, msg string) {
-	d.record(s, info, in, hdr, history.TypeInvoke, nil, "")
+// invoke, then its fail. It returns the invoke's time.
+func (d *runner) notSent(s *scratch, info AttemptInfo, in *Intent, hdr history.Headers, msg string) int64 {
+	at := d.record(s, info, in, hdr, history.TypeInvoke, nil, "")
 	d.fail.Add(1)
 	d.record(s, info, in, nil, history.TypeFail, nil, "not sent: "+msg)
+	return at
 }
 
 // record writes one event of the attempt from s: an invoke with the
 // request hdr, an ok with the answer ex, or an info or fail saying msg.
-func (d *runner) record(s *scratch, info AttemptInfo, in *Intent, hdr history.Headers, typ history.Type, ex *exchange, msg string) {
+// It returns the event's time on the run clock.
+func (d *runner) record(s *scratch, info AttemptInfo, in *Intent, hdr history.Headers, typ history.Type, ex *exchange, msg string) int64 {
 	s.ev = history.Event{Type: typ, Op: info.Op, Error: msg}
 	e := &s.ev
 	switch typ {
@@ -243,6 +252,7 @@ func (d *runner) record(s *scratch, info AttemptInfo, in *Intent, hdr history.He
 		e.Resp = &s.resp
 	}
 	_ = d.cfg.Recorder.Write(e)
+	return e.NS
 }
 
 // urlErrorOp is how net/http names a method in its errors ("Post").

@@ -117,6 +117,17 @@ type Config struct {
 	Seed     int64
 	Recorder *Recorder
 	Router   Router
+	// DecisionBound, when set with Settled, also ends an intent's retries
+	// once its key is overdue: asked for this long since the first attempt
+	// eventually-decided counts (sent after the latest heal, no fault aimed
+	// at it) without a definite answer, with no heal to come. The checker's
+	// verdict on the key is then a violation whatever follows, so more
+	// retries only spend time (see overdue.go). 0 leaves retries to
+	// [RetryPolicy].
+	DecisionBound time.Duration
+	// Settled reports that no fault can heal any more before the traffic
+	// ends; the harness knows when its timed faults have run their course.
+	Settled func() bool
 	// Dial, when set, makes every connection the driver opens (the
 	// harness passes its address gate, so that even its own proxies'
 	// addresses are checked); nil dials directly.
@@ -192,6 +203,9 @@ func Run(ctx context.Context, cfg Config, intents []Intent) (Stats, error) {
 	}
 	for tenant, tok := range cfg.Tokens {
 		d.bearer[tenant] = "Bearer " + tok
+	}
+	if cfg.DecisionBound > 0 {
+		d.shared = sharedKeys(intents)
 	}
 	defer d.pool.close()
 	// The run's end interrupts the requests in flight.
@@ -273,6 +287,7 @@ type runner struct {
 	static                  history.Headers
 	keyHeader, intentHeader string
 	bearer                  map[string]string
+	shared                  map[string]bool // keys of several intents (see overdueable)
 	sent                    atomic.Int64
 	ok                      atomic.Int64
 	info                    atomic.Int64
@@ -312,6 +327,10 @@ func (d *runner) intent(ctx context.Context, in *Intent) {
 		return rng
 	}
 	var first time.Time
+	var clock *keyClock
+	if d.overdueable(in) {
+		clock = &keyClock{}
+	}
 	for n := 1; n <= d.cfg.Retry.MaxAttempts; n++ {
 		var res result
 		sent := time.Now()
@@ -319,13 +338,18 @@ func (d *runner) intent(ctx context.Context, in *Intent) {
 			first = sent
 		}
 		if n == 1 && in.Clicks > 1 {
-			res = d.clicks(ctx, in, draw())
+			res = d.clicks(ctx, in, draw(), clock)
 		} else {
 			res = d.attempt(ctx, in, n, 0, nil)
+			if clock != nil {
+				clock.add(res, d.cfg.InFlightStatus)
+			}
 		}
 		// Bounded in count and in time: the budget ends the retries once an
-		// attempt went out that late, so the last ask is never early.
-		if res.stop || !d.cfg.Model.retryable(res.status, d.cfg.InFlightStatus) || n == d.cfg.Retry.MaxAttempts || sent.Sub(first) >= d.cfg.Retry.Budget {
+		// attempt went out that late, so the last ask is never early; and
+		// an overdue key is judged already.
+		if res.stop || !d.cfg.Model.retryable(res.status, d.cfg.InFlightStatus) || n == d.cfg.Retry.MaxAttempts || sent.Sub(first) >= d.cfg.Retry.Budget ||
+			clock != nil && d.overdue(clock) {
 			return
 		}
 		if !ctxwait.Sleep(ctx, d.cfg.Retry.backoff(draw(), n, res.retryAfter)) {
@@ -335,8 +359,9 @@ func (d *runner) intent(ctx context.Context, in *Intent) {
 }
 
 // clicks sends the copies of a double click, released within the spread;
-// the intent continues from the best answer among them.
-func (d *runner) clicks(ctx context.Context, in *Intent, rng *rand.Rand) result {
+// the intent continues from the best answer among them. Each copy is noted
+// on clock (when not nil).
+func (d *runner) clicks(ctx context.Context, in *Intent, rng *rand.Rand, clock *keyClock) result {
 	delays := make([]time.Duration, in.Clicks)
 	for i := 1; i < in.Clicks; i++ {
 		if in.Spread > 0 {
@@ -365,6 +390,11 @@ func (d *runner) clicks(ctx context.Context, in *Intent, rng *rand.Rand) result 
 		}()
 	}
 	wg.Wait()
+	if clock != nil {
+		for _, r := range results {
+			clock.add(r, d.cfg.InFlightStatus)
+		}
+	}
 	best := results[0]
 	for _, r := range results[1:] {
 		if r.status >= 200 && r.status < 300 {

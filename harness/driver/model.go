@@ -48,7 +48,8 @@ type RetryPolicy struct {
 	MaxRetryAfter time.Duration `json:"max_retry_after" yaml:"max_retry_after"`
 	// Budget stops the retries of an intent once an attempt was sent this
 	// long after its first (default 7s: past the checkers' default 5s
-	// decision bound, so that a slow key is judged, not abandoned).
+	// decision bound, so that a slow key is judged, not abandoned). An
+	// overdue key stops earlier (see [Config.DecisionBound]).
 	Budget time.Duration `json:"budget" yaml:"budget"`
 	_      struct{}
 }

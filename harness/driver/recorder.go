@@ -20,6 +20,13 @@ type Recorder struct {
 	// sinks is replaced, never changed, under mu: Write reads it without
 	// a lock on every event.
 	sinks atomic.Pointer[[]func(*history.Event)]
+	// What the fault events so far tell eventually-decided about attempts
+	// (see overdue.go): the latest heal, and the ops a fault named. A fault
+	// event is stamped and noted under faultMu, so an attempt invoked after
+	// a heal was stamped always finds the heal noted.
+	faultMu  sync.Mutex
+	lastHeal int64
+	hit      map[int64]bool
 }
 
 // NewRecorder starts the run clock and writes the meta event to w.
@@ -64,7 +71,9 @@ func (r *Recorder) OnEvent(f func(*history.Event)) {
 
 // Write stamps e with the run clock when it has no time yet and appends it.
 func (r *Recorder) Write(e *history.Event) error {
-	if e.NS == 0 && e.Type != history.TypeMeta {
+	if e.Type == history.TypeFault {
+		r.noteFault(e)
+	} else if e.NS == 0 && e.Type != history.TypeMeta {
 		e.NS = r.Now()
 	}
 	err := r.w.Write(e)
@@ -88,6 +97,35 @@ func (r *Recorder) Fault(kind, action string, op int64, detail any) error {
 		e.Detail = b
 	}
 	return r.Write(e)
+}
+
+// noteFault stamps a fault event and notes what it says about attempts,
+// as eventually-decided reads it: a heal restarts every key's clock, and
+// an attempt a fault named is no evidence.
+func (r *Recorder) noteFault(e *history.Event) {
+	r.faultMu.Lock()
+	defer r.faultMu.Unlock()
+	if e.NS == 0 {
+		e.NS = r.Now()
+	}
+	if e.Action == "heal" {
+		r.lastHeal = max(r.lastHeal, e.NS)
+	}
+	if e.Op != 0 {
+		if r.hit == nil {
+			r.hit = map[int64]bool{}
+		}
+		r.hit[e.Op] = true
+	}
+}
+
+// evidence says whether an attempt (op, invoked at) counts for
+// eventually-decided were the key asked no more: sent at or after the
+// latest heal, and named by no fault.
+func (r *Recorder) evidence(op, invoked int64) bool {
+	r.faultMu.Lock()
+	defer r.faultMu.Unlock()
+	return invoked >= r.lastHeal && !r.hit[op]
 }
 
 // Effect records one effect the system produced.

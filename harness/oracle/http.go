@@ -38,6 +38,23 @@ type httpOracle struct {
 }
 
 func (o httpOracle) Effects(ctx context.Context) ([]history.Effect, error) {
+	r, err := o.read(ctx)
+	return r.Effects, err
+}
+
+func (o httpOracle) read(ctx context.Context) (Reading, error) {
+	r := Reading{Source: "GET " + o.url}
+	fx, status, body, err := o.effects(ctx)
+	r.Effects = fx
+	if err == nil && len(fx) == 0 {
+		r.Got = strconv.Itoa(status) + " " + clip(strings.Join(strings.Fields(string(body)), " "), maxGot)
+	}
+	return r, err
+}
+
+// effects GETs the URL and picks the effects out of its answer, which it
+// returns too (its status and body).
+func (o httpOracle) effects(ctx context.Context) ([]history.Effect, int, []byte, error) {
 	paths := map[string]*jsonpath.Path{}
 	for _, expr := range []string{o.items, o.tenant, o.key, o.id} {
 		if expr == "" {
@@ -45,29 +62,33 @@ func (o httpOracle) Effects(ctx context.Context) ([]history.Effect, error) {
 		}
 		p, err := jsonpath.Parse(expr)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %q: %w", ErrOracle, expr, err)
+			return nil, 0, nil, fmt.Errorf("%w: %q: %w", ErrOracle, expr, err)
 		}
 		paths[expr] = p
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrOracle, err)
+		return nil, 0, nil, fmt.Errorf("%w: %w", ErrOracle, err)
 	}
 	resp, err := o.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: GET %s: %w", ErrOracle, o.url, err)
+		return nil, 0, nil, fmt.Errorf("%w: GET %s: %w", ErrOracle, o.url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("%w: GET %s: status %d", ErrOracle, o.url, resp.StatusCode)
+		return nil, resp.StatusCode, nil, fmt.Errorf("%w: GET %s: status %d", ErrOracle, o.url, resp.StatusCode)
 	}
-	doc, err := decode(io.LimitReader(resp.Body, 64<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fmt.Errorf("%w: GET %s: not JSON: %w", ErrOracle, o.url, err)
+		return nil, resp.StatusCode, nil, fmt.Errorf("%w: GET %s: %w", ErrOracle, o.url, err)
+	}
+	doc, err := decode(bytes.NewReader(body))
+	if err != nil {
+		return nil, resp.StatusCode, body, fmt.Errorf("%w: GET %s: not JSON: %w", ErrOracle, o.url, err)
 	}
 	arr, err := selectItems(doc, o.items, paths[o.items])
 	if err != nil {
-		return nil, fmt.Errorf("%w: items %q: %w", ErrOracle, o.items, err)
+		return nil, resp.StatusCode, body, fmt.Errorf("%w: items %q: %w", ErrOracle, o.items, err)
 	}
 	out := make([]history.Effect, 0, len(arr))
 	for i, it := range arr {
@@ -81,14 +102,14 @@ func (o httpOracle) Effects(ctx context.Context) ([]history.Effect, error) {
 			}
 			v, err := one(paths[f.expr].Select(it))
 			if err != nil {
-				return nil, fmt.Errorf("%w: item %d: %q: %w", ErrOracle, i, f.expr, err)
+				return nil, resp.StatusCode, body, fmt.Errorf("%w: item %d: %q: %w", ErrOracle, i, f.expr, err)
 			}
 			*f.dst = scalar(v)
 		}
 		e.Kind = kindOf(e.ID)
 		out = append(out, e)
 	}
-	return out, nil
+	return out, resp.StatusCode, body, nil
 }
 
 // decode reads JSON keeping numbers as written: an id 12345678901234567890

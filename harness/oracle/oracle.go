@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +22,46 @@ type Oracle interface {
 	Effects(ctx context.Context) ([]history.Effect, error)
 }
 
+// Reading is one read of an oracle: the effects, where it read, and what
+// came back when it found none, so that a run can say where an oracle
+// that reads nothing at all looked (the wrong place, usually).
+type Reading struct {
+	Effects []history.Effect
+	// Source is where it read: "GET <url>", "query <sql>".
+	Source string
+	// Got is what came back when no effect did ("0 rows", the status and
+	// the start of the body), "" otherwise.
+	Got string
+}
+
+// Read reads o once.
+func Read(ctx context.Context, o Oracle) (Reading, error) {
+	if r, ok := o.(reader); ok {
+		return r.read(ctx)
+	}
+	fx, err := o.Effects(ctx)
+	return Reading{Effects: fx}, err
+}
+
+// reader is an oracle that can say where it read and what came back.
+type reader interface {
+	read(ctx context.Context) (Reading, error)
+}
+
+// maxGot bounds what a Reading quotes of an answer.
+const maxGot = 120
+
+// clip shortens s to at most n bytes, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n-- // a rune boundary
+	}
+	return s[:n] + "…"
+}
+
 // Reference returns the oracle of the reference service whose database is
 // at dsn. When drain is set it first waits (up to drain) for the outbox to
 // be delivered, since notifications are produced asynchronously.
@@ -32,20 +73,29 @@ type referenceOracle struct {
 }
 
 func (o referenceOracle) Effects(ctx context.Context) ([]history.Effect, error) {
+	r, err := o.read(ctx)
+	return r.Effects, err
+}
+
+func (o referenceOracle) read(ctx context.Context) (Reading, error) {
+	r := Reading{Source: "the reference's database"}
 	if o.drain > 0 {
 		if err := waitDrained(ctx, o.dsn, o.drain); err != nil {
-			return nil, err
+			return r, err
 		}
 	}
 	fx, err := reference.ReadEffects(ctx, o.dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrOracle, err)
+		return r, fmt.Errorf("%w: %w", ErrOracle, err)
 	}
-	out := make([]history.Effect, len(fx))
+	r.Effects = make([]history.Effect, len(fx))
 	for i, e := range fx {
-		out[i] = history.Effect{Tenant: e.Tenant, Key: e.Key, Intent: e.Intent, Kind: e.Kind, ID: e.Kind + " " + e.ID}
+		r.Effects[i] = history.Effect{Tenant: e.Tenant, Key: e.Key, Intent: e.Intent, Kind: e.Kind, ID: e.Kind + " " + e.ID}
 	}
-	return out, nil
+	if len(fx) == 0 {
+		r.Got = "no orders, payments or notifications"
+	}
+	return r, nil
 }
 
 // waitDrained polls until every outbox event is acknowledged. The consumer
@@ -95,6 +145,24 @@ type sqlOracle struct {
 }
 
 func (o sqlOracle) Effects(ctx context.Context) ([]history.Effect, error) {
+	r, err := o.read(ctx)
+	return r.Effects, err
+}
+
+func (o sqlOracle) read(ctx context.Context) (Reading, error) {
+	r := Reading{Source: "query " + clip(oneLine(o.query), maxGot)}
+	fx, err := o.rows(ctx)
+	r.Effects = fx
+	if err == nil && len(fx) == 0 {
+		r.Got = "0 rows"
+	}
+	return r, err
+}
+
+// oneLine is a query on one line, its whitespace collapsed.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func (o sqlOracle) rows(ctx context.Context) ([]history.Effect, error) {
 	conn, err := connect(ctx, o.net, o.dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: connect: %w", ErrOracle, err)

@@ -57,6 +57,7 @@ var rules = map[string]rule{
 	"internal/archtest":                {},
 	"internal/modtidy":                 {},
 	"internal/histgen":                 {may: []string{"history"}},
+	"internal/faultschema":             {may: []string{"faults", "internal/faultschema"}}, // its gen.go imports it
 	"cmd/idemchaos/internal/partcheck": {may: []string{"checkers", "history"}},
 	"cmd/idemchaos/internal/scaffold":  {},
 	"cmd/idemchaos/internal/recorder":  {may: []string{"history", "scenarios"}},

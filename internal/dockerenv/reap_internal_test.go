@@ -18,7 +18,7 @@ func TestReap_AnotherReaperIsNotAnError(t *testing.T) {
 	busy := wrap(&dc.Error{Status: 409, Message: "removal of container ba7db4efbe43 is already in progress"})
 	attached := wrap(&dc.Error{Status: 403, Message: "error while removing network: network idemchaos-6721aa5f id ba2e31bf has active endpoints"})
 	for _, c := range []struct {
-		err               error
+		err              error
 		elsewhere, inUse bool
 	}{
 		{busy, true, false},

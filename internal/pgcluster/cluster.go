@@ -148,6 +148,21 @@ func (c *Cluster) Standby() *Standby {
 	return c.standby
 }
 
+// Exited says whether the primary's postmaster has exited (killed from
+// outside, crashed) and how, nil while it runs: a run that failed can tell
+// the harness's own database dying from the service's fault.
+func (c *Cluster) Exited() error {
+	select {
+	case <-c.srv.exited:
+		if c.srv.waitErr != nil {
+			return fmt.Errorf("postgres (pid %d) exited: %w", c.srv.cmd.Process.Pid, c.srv.waitErr)
+		}
+		return fmt.Errorf("postgres (pid %d) exited", c.srv.cmd.Process.Pid)
+	default:
+		return nil
+	}
+}
+
 // DSNFor is the DSN of database db on the primary.
 func (c *Cluster) DSNFor(db string) string { return c.srv.dsn(db) }
 

@@ -36,6 +36,14 @@ type DatabaseProxied interface {
 	DatabaseProxyAddr() string
 }
 
+// HarnessDatabase is an environment that runs a database of its own (the
+// reference's): a run that failed can then tell the harness's database
+// dying from anything the service did.
+type HarnessDatabase interface {
+	// DatabaseDied says how the database stopped, nil while it runs.
+	DatabaseDied() error
+}
+
 // ReplicaDelayer is a standby whose apply delay can change at run time
 // (the local one, or the docker environment's).
 type ReplicaDelayer interface {

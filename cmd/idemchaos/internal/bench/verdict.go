@@ -53,6 +53,8 @@ func verdictOf(name string, seed int64, o *harness.Outcome, err error) RunVerdic
 	case o == nil || len(o.Steps) == 0:
 		v.Verdict = VerdictError
 		reasons = append(reasons, "the run judged nothing")
+	case o.Environment() != "":
+		v.Verdict = VerdictError // its reason is among the steps' failures
 	case o.Verdict() != checkers.Pass || !o.Met():
 		v.Verdict = VerdictUnknown
 	}

@@ -86,10 +86,10 @@ const tenantIsolation = "tenant-isolation"
 // A malformed line is a [*history.LineError] numbered as in the file.
 // With [Options.Only] set, the result is that partition's alone; [Check]
 // and [Merge] give the whole history's from every partition's.
-func CheckFile(name string, o Options) (*Summary, checkers.Result, error) {
+func CheckFile(name string, o Options) (*Summary, checkers.Judgement, error) {
 	p, err := Check(name, o)
 	if err != nil {
-		return nil, checkers.Result{}, err
+		return nil, checkers.Judgement{}, err
 	}
 	return merge([]*Partial{p})
 }
@@ -189,10 +189,12 @@ func Check(name string, o Options) (*Partial, error) {
 		body    int // the body partition of a body unit
 	}
 	var units []unit
-	out := &Partial{Index: o.Only, Total: o.Partitions, Source: src, Invariants: names, Settings: settings,
+	out := &Partial{Index: o.Only, Total: o.Partitions, Source: src, Invariants: names, Settings: settings, Contract: o.Contract,
 		meta: sp.Meta, Events: sp.Events, Truncated: sp.Truncated, Interrupted: sp.Interrupted}
 	for _, grp := range sp.Groups {
-		if len(keyNames) == 0 || (o.Only >= 0 && grp[0] != o.Only) {
+		// Key units are loaded even with no check of theirs to run: the
+		// verdict rules read their facts (what each step's attempts got).
+		if o.Only >= 0 && grp[0] != o.Only {
 			continue
 		}
 		u := unit{names: keyNames, ordered: true, key: grp[0]}
@@ -211,7 +213,8 @@ func Check(name string, o Options) (*Partial, error) {
 	// ([checkers.MarshalPartial]): a sixth of their size in memory, and
 	// nothing for the collector to scan; at 30M events the detached
 	// results of every partition checked so far made ~180 MB.
-	results := make([][][]byte, len(units))
+	results := make([][]partResult, len(units))
+	facts := make([]checkers.Facts, len(units))
 	errs := make([]error, len(units))
 	// Twin questions (a write acknowledged and lost) are gathered as each
 	// unit is checked.
@@ -233,7 +236,7 @@ func Check(name string, o Options) (*Partial, error) {
 					continue
 				}
 				u := units[i]
-				res, err := checkUnit(ctx, u.parts, u.ordered, u.names, opts, o, sp)
+				steps, f, err := checkUnit(ctx, u.parts, u.ordered, u.names, opts, o, sp)
 				if err != nil {
 					errs[i] = err
 					continue
@@ -241,15 +244,19 @@ func Check(name string, o Options) (*Partial, error) {
 				if u.key < 0 {
 					// The answers of a generic body that the split did not
 					// write to its body partition were judged all the same:
-					// counted.
-					res[0].Checked += sp.Unrouted[u.body]
+					// counted (in the whole history's step).
+					steps[len(steps)-1][0].Checked += sp.Unrouted[u.body]
+				} else {
+					facts[i] = f
 				}
 				qMu.Lock()
-				for _, r := range res {
-					maps.Copy(q, checkers.TwinQueries(r))
+				for _, res := range steps {
+					for _, r := range res {
+						maps.Copy(q, checkers.TwinQueries(r))
+					}
 				}
 				qMu.Unlock()
-				results[i], errs[i] = encode(res)
+				results[i], errs[i] = encode(steps, u.names)
 			}
 		}()
 	}
@@ -292,63 +299,84 @@ func Check(name string, o Options) (*Partial, error) {
 		}
 		for _, rs := range results {
 			for j := range rs {
-				r, err := checkers.UnmarshalPartial(rs[j])
+				r, err := checkers.UnmarshalPartial(rs[j].enc)
 				if err != nil {
 					return nil, err
 				}
-				if rs[j], err = checkers.MarshalPartial(checkers.ResolveTwins(r, twins)); err != nil {
+				if rs[j].enc, err = checkers.MarshalPartial(checkers.ResolveTwins(r, twins)); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
-	for i, u := range units {
-		for j, n := range u.names {
-			out.results = append(out.results, partResult{name: n, enc: results[i][j]})
+	for i := range units {
+		out.results = append(out.results, results[i]...)
+		out.facts.Add(facts[i])
+	}
+	return out, nil
+}
+
+// encode encodes a unit's results, step by step, for the merge.
+func encode(steps [][]checkers.Result, names []string) ([]partResult, error) {
+	var out []partResult
+	for k, res := range steps {
+		for j, r := range res {
+			enc, err := checkers.MarshalPartial(r)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, partResult{name: names[j], step: k, enc: enc})
 		}
 	}
 	return out, nil
 }
 
-// encode encodes a unit's results for the merge.
-func encode(res []checkers.Result) ([][]byte, error) {
-	out := make([][]byte, len(res))
-	for i, r := range res {
-		var err error
-		if out[i], err = checkers.MarshalPartial(r); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// merge joins partials, ordered by index, into the result of the whole:
-// checker by checker, in the order asked, each checker's parts in the
-// order the in-memory check of every partition would have met them.
-func merge(parts []*Partial) (*Summary, checkers.Result, error) {
+// merge joins partials, ordered by index, into the judgement of the
+// whole: step by step, checker by checker in the order asked, each
+// checker's parts in the order the in-memory check of every partition
+// would have met them; then the verdict rules over the facts of every
+// partition ([checkers.Decide]).
+func merge(parts []*Partial) (*Summary, checkers.Judgement, error) {
 	first := parts[0]
 	sum := &Summary{Meta: first.meta, Events: first.Events, Truncated: first.Truncated, Interrupted: first.Interrupted}
+	var facts checkers.Facts
 	for _, p := range parts {
 		sum.Checked = append(sum.Checked, p.Checked...)
+		facts.Add(p.facts)
 	}
-	var merged []checkers.Result
-	for _, n := range first.Invariants {
-		// One checker's results decoded at a time.
-		var rs []checkers.Result
-		for _, p := range parts {
-			for _, r := range p.results {
-				if r.name == n {
-					res, err := checkers.UnmarshalPartial(r.enc)
-					if err != nil {
-						return nil, checkers.Result{}, fmt.Errorf("partition result %s: %w", n, err)
+	n := len(facts.Steps)
+	for _, p := range parts {
+		for _, r := range p.results {
+			n = max(n, r.step+1)
+		}
+	}
+	steps := make([]checkers.Result, max(n, 1))
+	for k := range steps {
+		// What cut the history short or off is in its last step alone.
+		interrupted, truncated := "", false
+		if k == len(steps)-1 {
+			interrupted, truncated = first.Interrupted, first.Truncated
+		}
+		var merged []checkers.Result
+		for _, name := range first.Invariants {
+			// One checker's results decoded at a time.
+			var rs []checkers.Result
+			for _, p := range parts {
+				for _, r := range p.results {
+					if r.name == name && r.step == k {
+						res, err := checkers.UnmarshalPartial(r.enc)
+						if err != nil {
+							return nil, checkers.Judgement{}, fmt.Errorf("partition result %s: %w", name, err)
+						}
+						rs = append(rs, res)
 					}
-					rs = append(rs, res)
 				}
 			}
+			merged = append(merged, checkers.Merge(rs, interrupted, truncated))
 		}
-		merged = append(merged, checkers.Merge(rs, first.Interrupted, first.Truncated))
+		steps[k] = checkers.Combine(merged...)
 	}
-	return sum, checkers.Combine(merged...), nil
+	return sum, checkers.Decide(facts, steps, first.Contract.Options()...), nil
 }
 
 // twinsOf returns the executed intents of some partitions that sent a
@@ -376,11 +404,13 @@ func twinsOf(ctx context.Context, parts []history.Part, q map[checkers.TwinScope
 	return twins, nil
 }
 
-// checkUnit loads some partitions as one history and checks it. The
-// facts of the whole history replace the partition's own: its end, whether
-// effects were recorded; interruption and truncation are settled at the
-// merge, so that no partition drops its violations.
-func checkUnit(ctx context.Context, parts []history.Part, ordered bool, names []string, opts []checkers.Option, o Options, sp *history.Split) ([]checkers.Result, error) {
+// checkUnit loads some partitions as one history and checks it step by
+// step, each step on the history up to its end, and reads its facts for
+// the verdict rules. The facts of the whole history replace the
+// partition's own: its end, whether effects were recorded; interruption
+// and truncation are settled at the merge, so that no partition drops its
+// violations.
+func checkUnit(ctx context.Context, parts []history.Part, ordered bool, names []string, opts []checkers.Option, o Options, sp *history.Split) ([][]checkers.Result, checkers.Facts, error) {
 	load := o.Contract.LoadOptions()
 	h, err := history.LoadParts(parts, ordered, load)
 	if err == nil {
@@ -389,15 +419,19 @@ func checkUnit(ctx context.Context, parts []history.Part, ordered bool, names []
 		err = ctx.Err()
 	}
 	if err != nil {
-		return nil, err
+		return nil, checkers.Facts{}, err
 	}
 	h.End, h.EffectsKnown, h.IntentsKnown = sp.End, sp.EffectsKnown, sp.IntentsKnown
 	h.Interrupted, h.Truncated = "", false
+	facts := checkers.FactsOf(h)
+	if len(names) == 0 {
+		return nil, facts, nil
+	}
 	cs := make([]checkers.Checker, 0, len(names))
 	for _, n := range names {
 		c, err := checkers.ByName(n, opts...)
 		if err != nil {
-			return nil, err
+			return nil, checkers.Facts{}, err
 		}
 		cs = append(cs, c)
 	}
@@ -405,14 +439,19 @@ func checkUnit(ctx context.Context, parts []history.Part, ordered bool, names []
 	if o.MaxTime > 0 {
 		c = checkers.WithDeadline(c, o.MaxTime)
 	}
-	// Detached, a result waiting for the merge does not keep the
-	// partition's history alive: without it, every partition checked so
-	// far stays in memory.
-	res := checkers.Leaves(c.Check(h, h.Effects))
-	for i := range res {
-		res[i] = checkers.Detach(res[i], opts...)
+	steps := make([][]checkers.Result, h.StepCount())
+	for k := range steps {
+		p := h.Through(k)
+		// Detached, a result waiting for the merge does not keep the
+		// partition's history alive: without it, every partition checked
+		// so far stays in memory.
+		res := checkers.Leaves(c.Check(p, p.Effects))
+		for i := range res {
+			res[i] = checkers.Detach(res[i], opts...)
+		}
+		steps[k] = res
 	}
-	return res, nil
+	return steps, facts, nil
 }
 
 // firstError returns the error of the earliest line, as a load of the

@@ -27,8 +27,9 @@ type tb interface {
 	Fatalf(format string, args ...any)
 }
 
-// inMemory is the reference: the whole history loaded and checked at once.
-func inMemory(t tb, name string) (*history.History, checkers.Result, error) {
+// inMemory is the reference: the whole history loaded and judged at once,
+// step by step, with the verdict rules.
+func inMemory(t tb, name string) (*history.History, checkers.Judgement, error) {
 	t.Helper()
 	ct := contractOf(t, name)
 	c, err := checkers.ForContract(ct)
@@ -42,9 +43,9 @@ func inMemory(t tb, name string) (*history.History, checkers.Result, error) {
 	defer f.Close()
 	h, err := history.Load(f, ct.LoadOptions())
 	if err != nil {
-		return nil, checkers.Result{}, err
+		return nil, checkers.Judgement{}, err
 	}
-	return h, c.Check(h, h.Effects), nil
+	return h, checkers.Judge(h, c, ct.Options()...), nil
 }
 
 func contractOf(t tb, name string) checkers.Contract {
@@ -98,7 +99,7 @@ func same(t tb, tmp, name string, n int) {
 // acrossMachines checks each of the n partitions of name alone, as n
 // machines would, sends each share through its JSON form, and merges them
 // in reverse order (the merge must not depend on the order given).
-func acrossMachines(t tb, tmp, name string, n int) (*Summary, checkers.Result) {
+func acrossMachines(t tb, tmp, name string, n int) (*Summary, checkers.Judgement) {
 	t.Helper()
 	var parts []*Partial
 	for i := n - 1; i >= 0; i-- {
@@ -123,7 +124,24 @@ func acrossMachines(t tb, tmp, name string, n int) (*Summary, checkers.Result) {
 	return sum, res
 }
 
-func diff(want, got checkers.Result) string {
+// diff says how two judgements differ, step by step, or "".
+func diff(want, got checkers.Judgement) string {
+	if want.Verdict != got.Verdict || want.Reason != got.Reason || len(want.Steps) != len(got.Steps) {
+		return fmt.Sprintf("judgement: got %s %q, %d steps; want %s %q, %d steps", got.Verdict, got.Reason, len(got.Steps), want.Verdict, want.Reason, len(want.Steps))
+	}
+	for i := range want.Steps {
+		w, g := want.Steps[i], got.Steps[i]
+		if w.Name != g.Name || w.Expect != g.Expect || w.Met != g.Met || w.Result.Reason != g.Result.Reason {
+			return fmt.Sprintf("step %d: got %q expect %s met %v %q, want %q expect %s met %v %q", i+1, g.Name, g.Expect, g.Met, g.Result.Reason, w.Name, w.Expect, w.Met, w.Result.Reason)
+		}
+		if d := diffResult(w.Result, g.Result); d != "" {
+			return fmt.Sprintf("step %d: %s", i+1, d)
+		}
+	}
+	return ""
+}
+
+func diffResult(want, got checkers.Result) string {
 	if len(want.Results) != len(got.Results) {
 		return fmt.Sprintf("%d results, want %d", len(got.Results), len(want.Results))
 	}
@@ -144,7 +162,7 @@ func diff(want, got checkers.Result) string {
 
 func goldens(t *testing.T) []string {
 	var files []string
-	for _, pattern := range []string{"../../../../testdata/histories/*/*.jsonl"} {
+	for _, pattern := range []string{"../../../../testdata/histories/*/*.jsonl", "../../../../testdata/verdicts/*.jsonl"} {
 		m, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)
@@ -290,14 +308,14 @@ func TestPartitionOfNChecksOnlyItsKeys(t *testing.T) {
 		if len(sum.Checked) == 0 || sum.Checked[0] != i {
 			t.Fatalf("partition %d/3 checked key partitions %v", i, sum.Checked)
 		}
-		total += r.Results[0].Checked
+		total += last(r).Results[0].Checked
 	}
 	_, whole, err := inMemory(t, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := whole.Results[0].Checked; total != want || want == 0 {
-		t.Fatalf("the three partitions checked %d %s units, the whole history %d", total, whole.Results[0].Name, want)
+	if want := last(whole).Results[0].Checked; total != want || want == 0 {
+		t.Fatalf("the three partitions checked %d %s units, the whole history %d", total, last(whole).Results[0].Name, want)
 	}
 	if _, _, err := CheckFile(name, Options{Partitions: 3, Only: 3, Contract: checkers.DefaultContract()}); err == nil || !strings.Contains(err.Error(), "3/3") {
 		t.Fatalf("partition 3/3: got %v, want an error", err)
@@ -475,15 +493,18 @@ func TestInterruptSparesTheChecksOfALoadedUnit(t *testing.T) {
 	}
 	o := Options{Partitions: 2, Only: -1, Contract: checkers.DefaultContract()}
 	// Not interrupted, the unit is checked: the test below can fail.
-	if res, err := checkUnit(context.Background(), sp.KeyParts[:1], true, []string{"exactly-once"}, nil, o, sp); err != nil || len(res) == 0 || res[0].Checked == 0 {
+	if res, _, err := checkUnit(context.Background(), sp.KeyParts[:1], true, []string{"exactly-once"}, nil, o, sp); err != nil || len(res) == 0 || res[0][0].Checked == 0 {
 		t.Fatalf("uninterrupted: %v, %v", res, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if res, err := checkUnit(ctx, sp.KeyParts[:1], true, []string{"exactly-once"}, nil, o, sp); !errors.Is(err, context.Canceled) {
+	if res, _, err := checkUnit(ctx, sp.KeyParts[:1], true, []string{"exactly-once"}, nil, o, sp); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted unit: got %v, %v; want context.Canceled", res, err)
 	}
 	if tw, err := twinsOf(ctx, sp.KeyParts[:1], map[checkers.TwinScope]bool{}, nil, o, sp); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted twins pass: got %v, %v; want context.Canceled", tw, err)
 	}
 }
+
+// last is the result of a judgement's last step: the whole history's.
+func last(j checkers.Judgement) checkers.Result { return j.Steps[len(j.Steps)-1].Result }

@@ -36,6 +36,9 @@ type Partial struct {
 	Source     Source   `json:"source"`
 	Invariants []string `json:"invariants"`
 	Settings   string   `json:"settings"`
+	// Contract is the contract the verdict rules read (which statuses
+	// are decisions); Settings holds it too, for the comparison.
+	Contract checkers.Contract `json:"contract"`
 	// Events, Truncated and Interrupted are the whole history's, as the
 	// split counted them.
 	Events      int    `json:"events"`
@@ -46,12 +49,16 @@ type Partial struct {
 
 	meta    history.Event
 	results []partResult
+	// facts are the verdict rules' facts of the key partitions checked,
+	// added up ([checkers.Facts.Add]).
+	facts checkers.Facts
 }
 
-// partResult is one checker's result over one unit of partitions,
-// encoded by [checkers.MarshalPartial] until the merge.
+// partResult is one checker's result over one unit of partitions at the
+// end of one step, encoded by [checkers.MarshalPartial] until the merge.
 type partResult struct {
 	name string
+	step int
 	enc  []byte
 }
 
@@ -60,6 +67,7 @@ type partResult struct {
 // the history line it was, so that it comes back as the reader reads it.
 type wireResult struct {
 	Invariant string `json:"invariant"`
+	Step      int    `json:"step,omitempty"`
 	Partial   []byte `json:"partial"`
 }
 
@@ -68,11 +76,12 @@ func (p *Partial) MarshalJSON() ([]byte, error) {
 	type plain Partial // drops the methods: no recursion
 	w := struct {
 		*plain
-		Meta    string       `json:"meta"`
-		Results []wireResult `json:"results"`
-	}{plain: (*plain)(p), Meta: string(history.AppendEvent(nil, &p.meta)), Results: []wireResult{}}
+		Meta    string         `json:"meta"`
+		Results []wireResult   `json:"results"`
+		Facts   checkers.Facts `json:"facts"`
+	}{plain: (*plain)(p), Meta: string(history.AppendEvent(nil, &p.meta)), Results: []wireResult{}, Facts: p.facts}
 	for _, r := range p.results {
-		w.Results = append(w.Results, wireResult{r.name, r.enc})
+		w.Results = append(w.Results, wireResult{r.name, r.step, r.enc})
 	}
 	return json.Marshal(w)
 }
@@ -82,12 +91,14 @@ func (p *Partial) UnmarshalJSON(b []byte) error {
 	type plain Partial
 	w := struct {
 		*plain
-		Meta    string       `json:"meta"`
-		Results []wireResult `json:"results"`
+		Meta    string         `json:"meta"`
+		Results []wireResult   `json:"results"`
+		Facts   checkers.Facts `json:"facts"`
 	}{plain: (*plain)(p)}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
+	p.facts = w.Facts
 	if w.Meta != "" {
 		if err := history.NewReader(strings.NewReader(w.Meta)).Next(&p.meta); err != nil {
 			return fmt.Errorf("partition meta event: %w", err)
@@ -99,7 +110,10 @@ func (p *Partial) UnmarshalJSON(b []byte) error {
 		if _, err := checkers.UnmarshalPartial(r.Partial); err != nil {
 			return fmt.Errorf("partition result %s: %w", r.Invariant, err)
 		}
-		p.results = append(p.results, partResult{r.Invariant, r.Partial})
+		if r.Step < 0 {
+			return fmt.Errorf("partition result %s: step %d", r.Invariant, r.Step)
+		}
+		p.results = append(p.results, partResult{r.Invariant, r.Step, r.Partial})
 	}
 	return nil
 }
@@ -107,7 +121,7 @@ func (p *Partial) UnmarshalJSON(b []byte) error {
 // Result is the merged result of this share alone: the whole history's
 // when it covers every partition, else that of its partitions (counts and
 // violations of its keys only).
-func (p *Partial) Result() (*Summary, checkers.Result, error) { return merge([]*Partial{p}) }
+func (p *Partial) Result() (*Summary, checkers.Judgement, error) { return merge([]*Partial{p}) }
 
 // Meta is the history's meta event.
 func (p *Partial) Meta() history.Event { return p.meta }
@@ -127,8 +141,8 @@ func settingsOf(o Options) (string, error) {
 // partition must be there exactly once, cut from the same file (size and
 // hash) into the same N, checked by the same invariants and settings;
 // anything else is an error, never a partial verdict.
-func Merge(parts []*Partial) (*Summary, checkers.Result, error) {
-	var zero checkers.Result
+func Merge(parts []*Partial) (*Summary, checkers.Judgement, error) {
+	var zero checkers.Judgement
 	if len(parts) == 0 {
 		return nil, zero, fmt.Errorf("merge: no partitions")
 	}

@@ -39,7 +39,9 @@ func Merge(reps []report.Report, files []string) (report.Report, error) {
 			return report.Report{}, fmt.Errorf("%s: shard %d/%d given twice (also %s)", name, s.Index, s.Total, prev)
 		}
 		seen[s.Index] = name
-		if r.ExitCode == 3 || r.Error != "" {
+		// A shard whose command failed is no part of a whole; one whose runs
+		// found the environment broken is, and the merge says so (exit 3).
+		if r.Error != "" || (r.ExitCode == 3 && r.Verdict != "environment-error") {
 			return report.Report{}, fmt.Errorf("%s: shard %d/%d ended in error: %s", name, s.Index, s.Total, r.Error)
 		}
 	}

@@ -56,6 +56,17 @@ func TestMerge_Whole(t *testing.T) {
 			}
 			return "pass"
 		}, "unknown", 2},
+		// A run that found the environment broken outranks a violation
+		// elsewhere: the merge is exit 3, as one process would have been.
+		{func(s string, seed int64) string {
+			switch {
+			case s == "a" && seed == 2:
+				return "environment-error"
+			case seed == 5:
+				return "violation"
+			}
+			return "pass"
+		}, "environment-error", 3},
 	}
 	for _, c := range cases {
 		reps := shardReports(scen, "1-10", 4, c.verdict)

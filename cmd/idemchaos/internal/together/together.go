@@ -60,6 +60,24 @@ func Join(hs []*history.History, names []string) (*history.History, Numbering, e
 	}
 	num := Numbering{OpStride: stride(maxOp), ClientStride: stride(maxClient)}
 	out := &history.History{Meta: hs[0].Meta, IntentsKnown: true}
+	// The files' steps ran at once against one system: judged together
+	// they are one step, which expects every invariant to hold and whose
+	// budget ran out if any file's did.
+	var budget int64
+	for i, h := range hs {
+		for _, st := range h.Steps {
+			if st.Expect != "clean" {
+				return nil, Numbering{}, fmt.Errorf("%s: step %q expects %s violated: judged together, the files are one run that expects every invariant to hold; check it alone", names[i], st.Name, st.Expect)
+			}
+			budget = max(budget, st.MaxRequests)
+		}
+		if h.Environment != "" {
+			out.Environment = join(out.Environment, names[i]+": "+h.Environment)
+		}
+	}
+	if budget > 0 {
+		out.Steps = []history.Step{{Expect: "clean", MaxRequests: budget}}
+	}
 	var base int64 // where the current file starts on the joined axis
 	seen := map[[2]string]bool{}
 	for i, h := range hs {
@@ -96,6 +114,10 @@ func Join(hs []*history.History, names []string) (*history.History, Numbering, e
 			}
 			out.Effects = append(out.Effects, e)
 		}
+		for _, r := range h.Oracle {
+			r.NS += base
+			out.Oracle = append(out.Oracle, r)
+		}
 		out.Truncated = out.Truncated || h.Truncated
 		if out.Interrupted == "" && h.Interrupted != "" {
 			out.Interrupted = names[i] + ": " + h.Interrupted
@@ -124,4 +146,11 @@ func stride(n int64) int64 {
 		s *= 10
 	}
 	return s
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }

@@ -98,3 +98,33 @@ func TestJoin_SharedKeyRefused(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// What each driver's run said of itself joins too: an environment error
+// of either file is the whole system's (named by file), a budget that ran
+// out in either is the joined step's, the oracle reads are kept; a file
+// whose step expects a violation cannot be judged as part of one clean run.
+func TestJoin_RunEvents(t *testing.T) {
+	t.Parallel()
+	a := load(t, driver("ka", "1", "ka=1", "kb=2")+`{"type":"budget","max_requests":7,"ns":8500}
+{"type":"oracle","source":"GET http://x/orders","effects":2,"ns":8600}
+`)
+	b := load(t, driver("kb", "2", "ka=1", "kb=2")+`{"type":"environment","error":"the disk is full","ns":9000}
+`)
+	h, _, err := Join([]*history.History{a, b}, []string{"a.jsonl", "b.jsonl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Environment != "b.jsonl: the disk is full" || len(h.Steps) != 1 || h.Steps[0].MaxRequests != 7 || len(h.Oracle) != 1 {
+		t.Fatalf("environment %q, steps %+v, oracle %+v", h.Environment, h.Steps, h.Oracle)
+	}
+	j := checkers.Judge(h, checkers.Default())
+	if j.Verdict != checkers.EnvironmentError || !strings.Contains(j.Reason, "b.jsonl: the disk is full") {
+		t.Errorf("judged %s %q, want the environment error of b.jsonl", j.Verdict, j.Reason)
+	}
+	c := load(t, `{"type":"meta","v":1}
+{"type":"step","name":"dup","expect":"exactly-once","ns":1}
+`)
+	if _, _, err := Join([]*history.History{load(t, driver("ka", "1")), c}, []string{"a.jsonl", "c.jsonl"}); err == nil || !strings.Contains(err.Error(), `c.jsonl: step "dup" expects exactly-once violated`) {
+		t.Errorf("a step expecting a violation joined: %v", err)
+	}
+}

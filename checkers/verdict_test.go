@@ -1,0 +1,144 @@
+package checkers_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/idemchaos/idemchaos/checkers"
+)
+
+const verdictDir = "../testdata/verdicts"
+
+// judgeFile judges a history as `idemchaos check` does: by the contract
+// and the invariants its meta event names.
+func judgeFile(t *testing.T, file string) checkers.Judgement {
+	t.Helper()
+	h := loadGolden(t, file, nil)
+	contract, err := checkers.ContractFromMeta(h.Meta.Contract)
+	if err != nil {
+		t.Fatalf("meta contract: %v", err)
+	}
+	// A sidecar's options apply over the meta's contract, as in TestGolden_Histories.
+	opts, _ := readOpts(t, strings.TrimSuffix(file, ".jsonl")+".opts")
+	opts = append([]checkers.Option{checkers.WithContract(contract)}, opts...)
+	names := h.Meta.Invariants
+	if len(names) == 0 {
+		names = checkers.Names()
+	}
+	var cs []checkers.Checker
+	for _, n := range names {
+		c, err := checkers.ByName(n, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	return checkers.Judge(h, checkers.All(cs...), opts...)
+}
+
+// exitOf is the exit code of a judgement, as the report gives it.
+func exitOf(j checkers.Judgement) int {
+	switch {
+	case j.Verdict == checkers.EnvironmentError:
+		return 3
+	case j.Met():
+		return 0
+	case j.Verdict == checkers.Unknown:
+		return 2
+	}
+	return 1
+}
+
+// renderJudgement is the stable text of a judgement that the .golden files
+// of testdata/verdicts hold: the verdict and exit, then per step its
+// expectation, whether it was met, its verdict's reason and its failures.
+func renderJudgement(j checkers.Judgement) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "verdict: %s (exit %d)\n", j.Verdict, exitOf(j))
+	for i, s := range j.Steps {
+		fmt.Fprintf(&b, "step %d %q expects %s: met %v, %s\n", i+1, s.Name, s.Expect, s.Met, s.Result.Verdict)
+		for _, f := range s.Result.Failures() {
+			fmt.Fprintf(&b, "  %s\n", f)
+		}
+	}
+	return b.String()
+}
+
+// TestGolden_Verdicts walks testdata/verdicts/<case>-<verdict>.jsonl: the
+// histories that pin down the verdict rules (nothing to judge, environment
+// errors, steps and their expectations). Each is judged as check judges
+// it; the verdict must be the one its name says, and the rendered
+// judgement equals <case>-<verdict>.golden (rewrite with -update).
+func TestGolden_Verdicts(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join(verdictDir, "*.jsonl"))
+	if err != nil || len(files) < 10 {
+		t.Fatalf("%d verdict goldens, %v", len(files), err)
+	}
+	seen := map[checkers.Verdict]int{}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".jsonl")
+		t.Run(name, func(t *testing.T) {
+			j := judgeFile(t, file)
+			seen[j.Verdict]++
+			want := ""
+			for _, v := range []checkers.Verdict{checkers.Pass, checkers.Unknown, checkers.Violated, checkers.EnvironmentError} {
+				if strings.HasSuffix(name, "-"+v.String()) {
+					want = v.String()
+				}
+			}
+			if want == "" {
+				t.Fatalf("the name must end in -pass, -unknown, -violation or -environment-error")
+			}
+			if j.Verdict.String() != want {
+				t.Fatalf("verdict %s, want %s:\n%s", j.Verdict, want, renderJudgement(j))
+			}
+			compareGolden(t, strings.TrimSuffix(file, ".jsonl")+".golden", renderJudgement(j))
+		})
+	}
+}
+
+// TestJudge_GoldenHistoriesKeepTheirVerdicts: every golden of
+// testdata/histories is judged by the verdict rules as its name says —
+// "-bad" a violation (the seven without any 2xx among them: a key stuck in
+// 409 or 5xx forever is a finding), "-unknown" unknown — and an "-ok" case
+// is never a violation. One "-ok" case is no longer a pass as a whole:
+// nothing in it succeeded (its invariant still holds).
+func TestJudge_GoldenHistoriesKeepTheirVerdicts(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join(goldenDir, "*", "*.jsonl"))
+	if err != nil || len(files) < 100 {
+		t.Fatalf("%d goldens, %v", len(files), err)
+	}
+	nothingSucceeded := map[string]bool{"eventually-decided/rejection-is-a-decision-ok": true}
+	for _, file := range files {
+		name := filepath.Base(filepath.Dir(file)) + "/" + strings.TrimSuffix(filepath.Base(file), ".jsonl")
+		j := judgeFile(t, file)
+		switch {
+		case strings.HasSuffix(name, "-bad"):
+			if j.Verdict != checkers.Violated || exitOf(j) != 1 {
+				t.Errorf("%s: %s (exit %d), want a violation:\n%s", name, j.Verdict, exitOf(j), renderJudgement(j))
+			}
+		case strings.HasSuffix(name, "-unknown"):
+			if j.Verdict != checkers.Unknown || exitOf(j) != 2 {
+				t.Errorf("%s: %s (exit %d), want unknown", name, j.Verdict, exitOf(j))
+			}
+		case nothingSucceeded[name]:
+			if j.Verdict != checkers.Unknown || !strings.Contains(j.Steps[0].Result.Reason, "no request succeeded") {
+				t.Errorf("%s: %s %q, want unknown: no request succeeded", name, j.Verdict, j.Steps[0].Result.Reason)
+			}
+		default:
+			// A pass, or unknown where another checker could not decide a
+			// small hand-built case; the same as the checks alone say.
+			h := loadGolden(t, file, nil)
+			contract, _ := checkers.ContractFromMeta(h.Meta.Contract)
+			opts, _ := readOpts(t, strings.TrimSuffix(file, ".jsonl")+".opts")
+			plain := checkers.Default(append([]checkers.Option{checkers.WithContract(contract)}, opts...)...).Check(h, h.Effects)
+			if j.Verdict == checkers.Violated || j.Verdict != plain.Verdict {
+				t.Errorf("%s: judged %s, checked %s", name, j.Verdict, plain.Verdict)
+			}
+		}
+	}
+}
