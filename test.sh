@@ -4,15 +4,18 @@
 # binaries (the embedded environment starts real clusters from them), the
 # MariaDB server binaries (the sql oracle's MySQL driver and the foreign
 # corpus's MariaDB service are tested against a real server), python3 (the
-# foreign corpus's SQLite service is a Python program) and Chromium (the
-# HTML report's browser test opens a report in it) — then runs go test ./...
-# with any arguments given (./test.sh -run Foo ./checkers/).
+# foreign corpus's SQLite service is a Python program), Chromium (the HTML
+# report's browser test opens a report in it), and strace, ip and unshare
+# (the address gate's test counts connect() and bind() calls in a network
+# namespace with only loopback) — then runs go test ./... with any
+# arguments given (./test.sh -run Foo ./checkers/).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 have_postgres() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; }
 have_mariadb() { command -v mariadb-install-db >/dev/null 2>&1 && { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; }; }
 have_chromium() { command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; }
+have() { command -v "$1" >/dev/null 2>&1; }
 # The client corpus (examples/clients) runs real clients: curl, and a
 # Python one on Debian's own urllib3 (/usr/bin/python3, not a user's).
 have_urllib3() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import urllib3' >/dev/null 2>&1; }
@@ -20,9 +23,12 @@ have_urllib3() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import urllib3'
 packages=()
 have_postgres || packages+=(postgresql)
 have_mariadb || packages+=(mariadb-server)
-command -v python3 >/dev/null 2>&1 || packages+=(python3)
-command -v curl >/dev/null 2>&1 || packages+=(curl)
+have python3 || packages+=(python3)
+have curl || packages+=(curl)
 have_urllib3 || packages+=(python3-urllib3)
+have strace || packages+=(strace)
+have ip || packages+=(iproute2)
+have unshare || packages+=(util-linux)
 if ! have_chromium && [ "${IDEMCHAOS_BROWSER_TESTS:-1}" != 0 ]; then
   packages+=(chromium)
 fi

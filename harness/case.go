@@ -39,8 +39,8 @@ type EnvSpec struct {
 // Toxiproxy, the reference as a child process.
 func LocalEnv() EnvSpec { return EnvSpec{kind: EnvLocal} }
 
-// ExternalEnv is a user's service at url (loopback unless the scenario
-// allows remote targets).
+// ExternalEnv is a user's service at url: loopback unless the case sets
+// [Case.AllowRemote] (a scenario's target.allow_remote only demands it).
 func ExternalEnv(url string) EnvSpec { return EnvSpec{kind: EnvExternal, url: url} }
 
 // Case is a test case: an environment and steps run in order, like
@@ -62,7 +62,10 @@ type Case struct {
 	// NoInvestigate reports a failing step as it is, without re-runs or
 	// shrinking.
 	NoInvestigate bool
-	_             struct{}
+	// AllowRemote is the Go form of --allow-remote: the case may send
+	// traffic to addresses off this machine.
+	AllowRemote bool
+	_           struct{}
 }
 
 // Step is one run of a scenario. Its kind is explicit in the fields it
@@ -96,7 +99,7 @@ func Test(t TB, c Case) {
 		return
 	}
 	ctx := context.Background()
-	r, closeEnv, err := Open(ctx, OpenOptions{Kind: c.Env.kind, TargetURL: c.Env.url, Scenarios: loaded})
+	r, closeEnv, err := Open(ctx, OpenOptions{Kind: c.Env.kind, TargetURL: c.Env.url, Scenarios: loaded, AllowRemote: c.AllowRemote})
 	if errors.Is(err, env.ErrNoEnvironment) {
 		t.Skipf("harness: %v", err)
 		return

@@ -12,17 +12,24 @@
 //     with a violation is classified and shrunk like a failing run
 //     ([Case.Investigate], [Case.NoInvestigate]).
 //   - [Open] and [OpenOptions] ([EnvKind] with [EnvAuto], [EnvLocal],
-//     [EnvExternal], [EnvDocker]; [ParseEnvKind]; [Resolver]): start the
+//     [EnvExternal], [EnvDocker]; [ParseEnvKind]): start the
 //     environment a set of scenarios needs and get a [Runner] for it;
 //     [Runner.Kind], [Runner.DatabaseProxyAddr]. The local and external
 //     environments are always there; the docker one is linked in by
 //     importing github.com/idemchaos/idemchaos/harness/docker, which
 //     registers it, so a program that does not links no Docker SDK.
+//     Every address goes through one address gate, loopback unless
+//     [OpenOptions.AllowRemote] (the command line's --allow-remote;
+//     [Case.AllowRemote] in Go), names looked up in
+//     [OpenOptions.HostsFile] first: [CheckRemote] and
+//     [ErrRemoteNotAllowed] refuse a scenario whose target.allow_remote
+//     demands it.
 //   - [Runner.Run] with [RunOptions]: run one scenario, returning an
 //     [Outcome] of [StepOutcome]s; [CorrectService] forces the correct
 //     reference; [ErrSetup] marks errors that stopped a run before it
 //     could judge anything; [ReplayCommand] and [Invocation] say how to
-//     run it again; [ScenarioOracle] reads a scenario's effects.
+//     run it again; [ScenarioOracle] reads a scenario's effects through
+//     the gate.
 //   - [Runner.Investigate] with [InvestigateOptions]: the follow-up of a
 //     failure — re-runs of the same plan to classify it ([Investigation]),
 //     then [Runner.Shrink] with [ShrinkBudget] ([ShrinkResult]).

@@ -21,8 +21,8 @@ var (
 )
 
 func openExternal(ctx context.Context, cfg sut.Config) (sut.Environment, error) {
-	ext, err := env.StartExternal(ctx, env.ExternalConfig{ServiceURL: cfg.TargetURL, AllowRemote: cfg.AllowRemote,
-		DatabaseAddr: cfg.DatabaseAddr, DatabaseListen: cfg.DatabaseListen, ToxiproxyURL: cfg.ToxiproxyURL, Resolver: cfg.Resolver})
+	ext, err := env.StartExternal(ctx, env.ExternalConfig{ServiceURL: cfg.TargetURL, Gate: cfg.Gate,
+		DatabaseAddr: cfg.DatabaseAddr, DatabaseListen: cfg.DatabaseListen, ToxiproxyURL: cfg.ToxiproxyURL})
 	if err != nil {
 		return nil, err
 	}

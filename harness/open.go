@@ -3,14 +3,11 @@ package harness
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
 	"strings"
 
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/harness/internal/sut"
-	"github.com/idemchaos/idemchaos/harness/oracle"
-	"github.com/idemchaos/idemchaos/internal/netaddr"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -21,7 +18,9 @@ type OpenOptions struct {
 	Kind EnvKind
 	// TargetURL is the user's service for external runs.
 	TargetURL string
-	// AllowRemote permits a non-loopback target.
+	// AllowRemote is the command line's --allow-remote: addresses off this
+	// machine pass the address gate (target, database, oracles, Toxiproxy,
+	// listeners). A scenario's target.allow_remote only demands it.
 	AllowRemote bool
 	// DatabaseAddr, for external runs, is the service's database: the
 	// harness proxies it so DB faults work (point the service at the proxy).
@@ -41,45 +40,59 @@ type OpenOptions struct {
 	ToxiproxyURL string
 	// Scenarios are inspected for what they need.
 	Scenarios []*scenarios.Scenario
-	// Resolver resolves the host names of the target, the database address
-	// and http oracles for the loopback rule (nil: the system's).
-	Resolver Resolver
+	// HostsFile is where the address gate looks names up first ("" =
+	// /etc/hosts); names it does not know need DNS, asked only with
+	// AllowRemote.
+	HostsFile string
 	// PGImage, ToxiproxyImage and ReferenceImage choose the docker
 	// environment's images ("" = its defaults; see harness/docker).
 	PGImage, ToxiproxyImage, ReferenceImage string
 	_                                       struct{}
 }
 
-// Resolver looks up the addresses of a host name ([net.DefaultResolver]
-// is one): a test injects another, an /etc/hosts of its making.
-type Resolver interface {
-	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
-}
-
 // Open starts the environment the scenarios need and returns a runner for
 // it, and the function that stops it and removes everything it made. For
 // a user's service it first checks that every fault finds the hooks it
-// declares in its scenario.
+// declares in its scenario. Every address the scenarios and opts name goes
+// through the address gate before anything starts.
 func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context) error, error) {
-	if err := checkOracleHosts(ctx, opts); err != nil {
+	g := gateOf(opts.AllowRemote, opts.HostsFile)
+	if err := checkScenarioAddresses(ctx, g, opts.Scenarios); err != nil {
 		return nil, nil, err
 	}
+	if opts.ToxiproxyURL != "" {
+		u, err := g.PinURL(ctx, opts.ToxiproxyURL, "--toxiproxy")
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.ToxiproxyURL = u.String()
+	}
+	r, closeEnv, err := open(ctx, opts, g)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.addrs = g
+	return r, closeEnv, nil
+}
+
+// open starts the environment of opts, whose addresses g has checked.
+func open(ctx context.Context, opts OpenOptions, g *addrgate.Gate) (*Runner, func(context.Context) error, error) {
 	kind := opts.Kind
 	if kind == "" || kind == EnvAuto {
 		kind = autoKind(opts.TargetURL, opts.Scenarios...)
 	}
-	open, ok := sut.Lookup(string(kind))
+	start, ok := sut.Lookup(string(kind))
 	switch {
 	case !ok && kind == EnvDocker:
 		return nil, nil, fmt.Errorf("the docker environment is not linked into this program: import _ %q", "github.com/idemchaos/idemchaos/harness/docker")
 	case !ok:
 		return nil, nil, fmt.Errorf("unknown environment kind %q (known: %s)", kind, strings.Join(sut.Names(), ", "))
 	}
-	cfg, err := envConfig(kind, opts)
+	cfg, err := envConfig(kind, opts, g)
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err := open(ctx, cfg)
+	e, err := start(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,15 +100,14 @@ func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context)
 }
 
 // envConfig is what the environment of that kind needs to start: a standby
-// for the reference (local, docker), the user's service and whether it
-// may be remote (external).
-func envConfig(kind EnvKind, opts OpenOptions) (sut.Config, error) {
-	cfg := sut.Config{TargetURL: opts.TargetURL, AllowRemote: opts.AllowRemote, DatabaseAddr: opts.DatabaseAddr,
-		DatabaseListen: opts.DatabaseListen, ToxiproxyURL: opts.ToxiproxyURL, Resolver: opts.Resolver,
+// for the reference (local, docker), the user's service and the gate its
+// addresses go through (external).
+func envConfig(kind EnvKind, opts OpenOptions, g *addrgate.Gate) (sut.Config, error) {
+	cfg := sut.Config{TargetURL: opts.TargetURL, Gate: g, DatabaseAddr: opts.DatabaseAddr,
+		DatabaseListen: opts.DatabaseListen, ToxiproxyURL: opts.ToxiproxyURL,
 		PGImage: opts.PGImage, ToxiproxyImage: opts.ToxiproxyImage, ReferenceImage: opts.ReferenceImage}
 	if kind == EnvExternal {
 		for _, s := range opts.Scenarios {
-			cfg.AllowRemote = cfg.AllowRemote || s.Target.AllowRemote
 			if err := checkHooks(s); err != nil {
 				return cfg, err
 			}
@@ -162,53 +174,6 @@ func checkHooks(s *scenarios.Scenario) error {
 			if len(missing) > 0 {
 				return fmt.Errorf("%s: %s on an external target needs %s in the scenario", s.Name, f.spec.Kind, strings.Join(missing, " and "))
 			}
-		}
-	}
-	return nil
-}
-
-// checkOracleHosts applies the loopback rule to the oracles, which connect
-// too: every address an http oracle's effects.url host, and every host of
-// a sql oracle's effects.dsn, resolves to must be loopback unless remote
-// targets are allowed.
-func checkOracleHosts(ctx context.Context, opts OpenOptions) error {
-	for _, s := range opts.Scenarios {
-		if opts.AllowRemote || s.Target.AllowRemote {
-			continue
-		}
-		switch {
-		case s.Effects.Oracle == "http":
-			u, err := url.Parse(s.Effects.URL)
-			if err != nil || u.Host == "" {
-				return fmt.Errorf("%s: effects.url %q: want http(s)://host[:port]/path", s.Name, s.Effects.URL)
-			}
-			if _, err := netaddr.ResolveLoopback(ctx, opts.Resolver, netaddr.HostPort(u), "effects.url"); err != nil {
-				return fmt.Errorf("%s: %w", s.Name, err)
-			}
-		case s.Effects.Oracle == "sql" && s.Effects.DSN != "":
-			if err := checkDSN(ctx, opts.Resolver, s.Effects.DSN); err != nil {
-				return fmt.Errorf("%s: %w", s.Name, err)
-			}
-		}
-	}
-	return nil
-}
-
-// checkDSN is the address gate's DSN check, until the gate (internal/addrgate,
-// p-gate) replaces it: every host a DSN names, by its driver's own parser
-// (a multi-host Postgres DSN falls back to each), must be loopback; unix
-// sockets and files are local.
-func checkDSN(ctx context.Context, r Resolver, dsn string) error {
-	_, eps, err := oracle.DSNEndpoints(dsn)
-	if err != nil {
-		return fmt.Errorf("effects.dsn: %w", err)
-	}
-	for _, ep := range eps {
-		if ep.Network != "tcp" {
-			continue
-		}
-		if _, err := netaddr.ResolveLoopback(ctx, r, ep.Addr, "effects.dsn"); err != nil {
-			return err
 		}
 	}
 	return nil

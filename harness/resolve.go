@@ -118,6 +118,12 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 	if rp.steps, err = resolveSteps(s, opts.Seed, keyPrefix, opts.Plans); err != nil {
 		return nil, err
 	}
+	// Even the driver's connections to the harness's own proxies go
+	// through the gate: what it checked is what is dialled.
+	dial := r.gate().For("the target's proxy").DialContext
+	for i := range rp.steps {
+		rp.steps[i].driver.Dial = dial
+	}
 	if opts.Expect != "" && len(rp.steps) > 0 {
 		rp.steps[len(rp.steps)-1].expect = opts.Expect
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/idemchaos/idemchaos/harness/driver"
 	"github.com/idemchaos/idemchaos/harness/internal/sut"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/internal/ctxwait"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -28,7 +29,10 @@ type Runner struct {
 
 	env  sut.Environment
 	kind EnvKind
-	_    struct{}
+	// addrs is the address gate [Open] checked the environment with; the
+	// oracles and the driver connect through it (nil: loopback only).
+	addrs *addrgate.Gate
+	_     struct{}
 }
 
 // RunOptions say how to run one scenario.

@@ -19,6 +19,7 @@ import (
 	"github.com/idemchaos/idemchaos/harness/driver"
 	"github.com/idemchaos/idemchaos/harness/internal/sut"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/internal/pgcluster"
 	"github.com/idemchaos/idemchaos/internal/proc"
 	"github.com/idemchaos/idemchaos/internal/proxy"
@@ -268,7 +269,10 @@ func (w *world) Rand() *rand.Rand { return rand.New(w.rng) }
 // debugClient talks to failpoint and purge endpoints: loopback, short.
 // No keep-alive: services come and go on reused ports, and a POST on a
 // stale pooled connection to a dead one fails instead of reaching the new.
-var debugClient = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: 10 * time.Second}
+// They are the harness's own processes, so loopback only, whatever the
+// command line allows.
+var debugClient = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true,
+	DialContext: addrgate.Loopback().For("a failpoint endpoint").DialContext}, Timeout: 10 * time.Second}
 
 func debugCall(ctx context.Context, method, u string) error {
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)

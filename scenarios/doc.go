@@ -13,7 +13,9 @@
 //   - [Bundled]: the suite shipped inside the binary.
 //   - [FaultSpec.Build]: the fault a spec describes, a fresh, validated value.
 //   - [Scenario.EffectiveSteps], [Scenario.Profile], [Scenario.CheckerContract], [Scenario.CheckerOptions],
-//     [Scenario.Checker] and [Scenario.InvariantNames]: what a runner needs.
+//     [Scenario.Checker] and [Scenario.InvariantNames]: what a runner needs;
+//     [Scenario.Where]: the file:line:col of a setting a run refuses later
+//     (an address off the machine, target.allow_remote without the flag).
 //   - [Schema] and [SchemaURL]: the JSON Schema (draft 2020-12) of the format,
 //     for editors (yaml-language-server) and other tools; [ParamNames] lists
 //     a fault kind's parameters.

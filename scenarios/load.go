@@ -60,8 +60,27 @@ func Parse(name string, data []byte) (*Scenario, error) {
 	}
 	s.File = name
 	s.Env = t.env
+	s.at = t.positions()
 	s.fillDefaults(name)
 	return s, nil
+}
+
+// positions are the file positions [Scenario.Where] answers with, of the
+// settings present in the file.
+func (t *tree) positions() map[string]string {
+	out := map[string]string{}
+	for field, key := range placed {
+		p := "/" + strings.ReplaceAll(field, ".", "/")
+		if !t.has(p) {
+			continue
+		}
+		at := t.posOf(p)
+		if key {
+			at = t.keyPos(p)
+		}
+		out[field] = fmt.Sprintf("%s:%d:%d", t.file, at.line, at.col)
+	}
+	return out
 }
 
 // parse parses the YAML and returns the one document's body.

@@ -43,7 +43,32 @@ type Scenario struct {
 	// run and a later `check` with the same flags judge alike.
 	ContractOverride *checkers.Contract `yaml:"-" json:"-"`
 
+	// at holds the file positions of the settings a run may refuse after
+	// loading (see [Scenario.Where]).
+	at map[string]string
+
 	_ struct{}
+}
+
+// placed are the settings whose positions [Scenario.Where] keeps: the ones
+// the harness may refuse at run time (an address off the machine, a file
+// declaring it needs --allow-remote), which must be pointed at in the file
+// like a validation error. A key's position for a flag, its value's for an
+// address.
+var placed = map[string]bool{"target.allow_remote": true, "target.url": false, "effects.dsn": false, "effects.url": false}
+
+// Where is "file:line:col" of field (a dotted path such as "effects.dsn",
+// one of those a run may refuse), for errors found after loading; the file
+// name, or the scenario's name for one built in Go, when the position is
+// not known.
+func (s *Scenario) Where(field string) string {
+	if p, ok := s.at[field]; ok {
+		return p
+	}
+	if s.File != "" {
+		return s.File
+	}
+	return s.Name
 }
 
 // Target is the system under test: the bundled reference (optionally one of
@@ -53,7 +78,9 @@ type Target struct {
 	Reference *ReferenceTarget `yaml:"reference" json:"reference,omitempty"`
 	// URL is a user's service (the external environment).
 	URL string `yaml:"url" json:"url,omitempty"`
-	// AllowRemote permits a non-loopback URL.
+	// AllowRemote declares that URL is not on this machine. It allows
+	// nothing by itself: a run of the scenario then needs --allow-remote
+	// (harness.OpenOptions.AllowRemote) and stops at this key without it.
 	AllowRemote bool `yaml:"allow_remote" json:"allow_remote,omitempty"`
 	// Image is a user's service as a container image NAME[:TAG] (the
 	// docker environment); Port, Env, Database and DSNEnv configure it.

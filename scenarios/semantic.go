@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/faults"
-	"github.com/idemchaos/idemchaos/internal/dsnform"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/internal/suggest"
 )
 
@@ -107,8 +106,8 @@ func (t *tree) checkTarget() {
 		u, err := url.Parse(raw)
 		if err != nil || u.Host == "" {
 			t.errorf(t.posOf("/target/url"), "target.url: %q is not an http:// or https:// URL with a host", raw)
-		} else if remote, _ := t.get("/target/allow_remote"); remote != true && !loopback(u.Hostname()) {
-			t.errorf(t.posOf("/target/url"), "target.url: host %q is not loopback; set target.allow_remote: true to test a remote service", u.Hostname())
+		} else if remote, _ := t.get("/target/allow_remote"); remote != true && !addrgate.LoopbackName(u.Hostname()) {
+			t.errorf(t.posOf("/target/url"), "target.url: host %q is not loopback; a scenario for a remote service says so with target.allow_remote: true (and runs only with --allow-remote)", u.Hostname())
 		}
 	}
 	if t.has("/target/reference") && t.has("/target/allow_remote") {
@@ -125,14 +124,6 @@ func (t *tree) checkTarget() {
 
 // httpURL is the schema's pattern for target.url; the schema reports the rest.
 var httpURL = regexp.MustCompile(`^https?://[^/?#]+`)
-
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
 
 // checkFaults checks the fault list at p: parameters, when, hooks.
 func (t *tree) checkFaults(p string) {
@@ -267,7 +258,7 @@ func (t *tree) checkEffects() {
 		t.errorf(t.keyPos("/effects/oracle"), "effects: oracle %s needs %s", oracle, strings.Join(missing, ", "))
 	}
 	if dsn, ok := t.str("/effects/dsn"); ok && oracle == "sql" && dsn != "" {
-		if err := dsnform.Check(dsn); err != nil {
+		if err := addrgate.CheckDSNForm(dsn); err != nil {
 			t.errorf(t.posOf("/effects/dsn"), "effects.dsn: %v", err)
 		}
 	}

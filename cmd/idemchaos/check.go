@@ -21,9 +21,11 @@ type checkFlags struct {
 	contract   contractFlags
 	maxTime    time.Duration
 	effects    string
-	partitions int
-	partition  string
-	together   bool
+	// allowRemote lets --effects read an oracle off this machine.
+	allowRemote bool
+	partitions  int
+	partition   string
+	together    bool
 }
 
 func (m *Main) checkCmd() *cobra.Command {
@@ -64,6 +66,7 @@ the history records an environment error.`,
 	fl.DurationVar(&f.maxTime, "max-time", 30*time.Second, "time budget per history for the checks that compare the attempts of a key; keys left unchecked are unknown (0: no budget)")
 	fl.BoolVar(&f.together, "together", false, "judge the files as ONE system: histories of several drivers against one service at once (effects read once; times compared only within a file, see docs/past-one-machine.md)")
 	fl.StringVar(&f.effects, "effects", "", "read the effects with this scenario's oracle (sql or http) and add them (for a recording)")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "with --effects: allow an oracle (effects.dsn, effects.url) that is not on a loopback address")
 	fl.IntVar(&f.partitions, "partitions", 0, "split the history by key into N partitions on disk and check them in parallel, in bounded memory (0: automatic, on for files over 512 MiB; 1: in memory)")
 	fl.StringVar(&f.partition, "partition", "", "check only partition I/N of the keys (one machine's share of a huge history)")
 	return cmd
@@ -120,7 +123,7 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 			return usageError(err)
 		}
 		if f.effects != "" {
-			if err := addEffects(cmd.Context(), h, f.effects); err != nil {
+			if err := addEffects(cmd.Context(), h, f.effects, f.allowRemote); err != nil {
 				return usageError(err)
 			}
 		}

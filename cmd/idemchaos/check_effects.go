@@ -14,12 +14,17 @@ import (
 // them to h as effect events after its last event, so that a recording
 // (idemchaos record) is judged like a run: "no effect" then means none.
 // The file is left as it is; the effects live in the loaded history only.
-func addEffects(ctx context.Context, h *history.History, scenarioFile string) error {
+// The oracle's address goes through the gate as in a run: loopback unless
+// allowRemote (--allow-remote).
+func addEffects(ctx context.Context, h *history.History, scenarioFile string, allowRemote bool) error {
 	s, err := scenarios.Load(scenarioFile)
 	if err != nil {
 		return err
 	}
-	o := harness.ScenarioOracle(s)
+	o, err := harness.ScenarioOracle(ctx, s, allowRemote)
+	if err != nil {
+		return oneLineError{err}
+	}
 	if o == nil {
 		return fmt.Errorf("--effects %s: effects.oracle is %q; a recording's effects are read with sql or http", scenarioFile, s.Effects.Oracle)
 	}

@@ -42,7 +42,7 @@ func checkTogether(cmd *cobra.Command, f checkFlags, files []string) (report.Run
 		return report.Run{}, fmt.Errorf("--together: %w", err)
 	}
 	if f.effects != "" {
-		if err := addEffects(cmd.Context(), h, f.effects); err != nil {
+		if err := addEffects(cmd.Context(), h, f.effects, f.allowRemote); err != nil {
 			return report.Run{}, err
 		}
 	}

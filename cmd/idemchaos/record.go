@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/recorder"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -89,22 +90,19 @@ func (m *Main) runRecord(cmd *cobra.Command, f recordFlags) error {
 	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
 		return usageError(fmt.Errorf("record: --upstream %q: want http://host:port", f.upstream))
 	}
-	host := up.Host
-	listen := f.listen
-	if !f.allowRemote {
-		// run's rule: every address a name resolves to must be loopback,
-		// and traffic goes to the address checked, not to a later lookup.
-		addrs, err := netaddr.ResolveLoopback(cmd.Context(), nil, netaddr.HostPort(up), "--upstream")
-		if err != nil {
-			return usageError(fmt.Errorf("record: %w", err))
-		}
-		up = &url.URL{Scheme: up.Scheme, Host: addrs[0], Path: up.Path}
-		if addrs, err = netaddr.ResolveLoopback(cmd.Context(), nil, f.listen, "--listen"); err != nil {
-			return usageError(fmt.Errorf("record: %w", err))
-		}
-		listen = addrs[0]
+	// run's rule, through the one gate: the upstream's host (every address
+	// it resolves to) and the listen address must be loopback unless
+	// --allow-remote, checked before anything is sent or bound; the
+	// upstream's connections are then dialled through the gate too.
+	g := addrgate.New(addrgate.Config{AllowRemote: f.allowRemote})
+	if _, err := g.Resolve(cmd.Context(), netaddr.HostPort(up), "--upstream"); err != nil {
+		return usageError(fmt.Errorf("record: %w", err))
 	}
-	opts := recorder.Options{Upstream: up, Host: host, KeyHeader: f.keyHeader, Redact: f.redact, Timeout: f.timeout, Scenario: "recording"}
+	listen, err := g.ListenAddr(cmd.Context(), f.listen, "--listen")
+	if err != nil {
+		return usageError(fmt.Errorf("record: %w", err))
+	}
+	opts := recorder.Options{Upstream: up, Dial: g.For("--upstream").DialContext, KeyHeader: f.keyHeader, Redact: f.redact, Timeout: f.timeout, Scenario: "recording"}
 	if f.scenario != "" {
 		s, err := scenarios.Load(f.scenario)
 		if err != nil {

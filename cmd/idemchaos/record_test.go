@@ -254,16 +254,33 @@ func TestRecord_RefusesNonLoopbackAndBadEffects(t *testing.T) {
 	dir := t.TempDir()
 	hist := filepath.Join(dir, "h.jsonl")
 	none := writeFile(t, dir, "none.yaml", "target: {url: \"http://127.0.0.1:9\"}\neffects: {oracle: none}\n")
+	// check --effects reads through the gate too: every form of DSN, and a
+	// file's target.allow_remote demands --allow-remote.
+	sqlAt := func(name, dsn string) string {
+		return writeFile(t, dir, name, "target: {url: \"http://127.0.0.1:9\"}\neffects:\n  oracle: sql\n  dsn: \""+dsn+"\"\n  query: SELECT 1, 2, 3\n")
+	}
+	remoteDSN := sqlAt("remote-dsn.yaml", "postgres://u@203.0.113.9:5432/db")
+	multiDSN := sqlAt("multi-dsn.yaml", "host=127.0.0.1,203.0.113.9 port=1,5432 dbname=db")
+	namedDSN := sqlAt("named-dsn.yaml", "host=db.example.com dbname=db")
+	declared := writeFile(t, dir, "declared.yaml", "target:\n  url: https://api.example.com\n  allow_remote: true\neffects: {oracle: http, url: \"http://127.0.0.1:9/e\", items: \"$[*]\", tenant: \"$.t\", key: \"$.k\", id: \"$.id\"}\n")
+	clean := "../../testdata/examples/response-drop-clean.jsonl"
 	for name, c := range map[string]struct {
 		args []string
 		want string
 	}{
-		"remote upstream": {[]string{"record", "--upstream", "http://10.1.2.3:8080", "--history", hist}, "not a loopback address; pass --allow-remote"},
-		"remote listen":   {[]string{"record", "--listen", "0.0.0.0:0", "--upstream", "http://127.0.0.1:9", "--history", hist}, "not a loopback address"},
-		"bad upstream":    {[]string{"record", "--upstream", "127.0.0.1:9", "--history", hist}, "want http://host:port"},
-		"no history":      {[]string{"record", "--upstream", "http://127.0.0.1:9"}, `"history" not set`},
-		"effects none":    {[]string{"check", "--effects", none, "../../testdata/examples/response-drop-clean.jsonl"}, `effects.oracle is "none"`},
-		"effects missing": {[]string{"check", "--effects", filepath.Join(dir, "nope.yaml"), "../../testdata/examples/response-drop-clean.jsonl"}, "nope.yaml"},
+		"remote upstream":  {[]string{"record", "--upstream", "http://10.1.2.3:8080", "--history", hist}, "not a loopback address; pass --allow-remote"},
+		"remote listen":    {[]string{"record", "--listen", "0.0.0.0:0", "--upstream", "http://127.0.0.1:9", "--history", hist}, "--listen 0.0.0.0:0 listens on every interface"},
+		"no listen host":   {[]string{"record", "--listen", ":0", "--upstream", "http://127.0.0.1:9", "--history", hist}, "--listen :0 listens on every interface"},
+		"off-box listen":   {[]string{"record", "--listen", "192.0.2.5:0", "--upstream", "http://127.0.0.1:9", "--history", hist}, "--listen 192.0.2.5:0 is not a loopback address"},
+		"upstream by DNS":  {[]string{"record", "--upstream", "http://api.example.com", "--history", hist}, `"api.example.com" is not in`},
+		"effects dsn":      {[]string{"check", "--effects", remoteDSN, clean}, "remote-dsn.yaml:4:8: effects.dsn 203.0.113.9:5432 is not a loopback address"},
+		"effects hosts":    {[]string{"check", "--effects", multiDSN, clean}, "multi-dsn.yaml:4:8: effects.dsn 203.0.113.9:5432 is not a loopback address"},
+		"effects by DNS":   {[]string{"check", "--effects", namedDSN, clean}, `named-dsn.yaml:4:8: effects.dsn db.example.com:5432: "db.example.com" is not in`},
+		"effects declared": {[]string{"check", "--effects", declared, clean}, "declared.yaml:3:3: target.allow_remote: declared declares a target off this machine"},
+		"bad upstream":     {[]string{"record", "--upstream", "127.0.0.1:9", "--history", hist}, "want http://host:port"},
+		"no history":       {[]string{"record", "--upstream", "http://127.0.0.1:9"}, `"history" not set`},
+		"effects none":     {[]string{"check", "--effects", none, "../../testdata/examples/response-drop-clean.jsonl"}, `effects.oracle is "none"`},
+		"effects missing":  {[]string{"check", "--effects", filepath.Join(dir, "nope.yaml"), "../../testdata/examples/response-drop-clean.jsonl"}, "nope.yaml"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, _, errs := runMain(t, c.args...)

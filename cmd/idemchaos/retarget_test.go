@@ -46,3 +46,21 @@ func TestRetarget_MovesEffectsURLOnTheTargetOrigin(t *testing.T) {
 		}
 	}
 }
+
+// --target replaces the file's target, and its declaration with it: only
+// the --allow-remote flag decides whether the new target may be remote.
+func TestRetarget_DoesNotKeepTheFilesAllowance(t *testing.T) {
+	t.Parallel()
+	s, err := scenarios.Parse("x.yaml", []byte("target:\n  url: https://api.example.com\n  allow_remote: true\neffects:\n  oracle: none\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	retarget(s, "http://127.0.0.1:8080", false)
+	if s.Target.AllowRemote {
+		t.Fatal("the file's allow_remote survived --target without --allow-remote")
+	}
+	retarget(s, "http://127.0.0.1:8080", true)
+	if !s.Target.AllowRemote {
+		t.Fatal("--allow-remote did not carry over to the new target")
+	}
+}

@@ -82,7 +82,7 @@ check of it says the same.`,
 	fl.StringArrayVarP(&f.files, "scenario", "s", nil, "scenario file (repeatable)")
 	fl.StringVar(&f.target, "target", m.env("TARGET", ""), "your service's base URL; overrides the scenarios' targets (env IDEMCHAOS_TARGET)")
 	f.contract.register(fl, m.env("PROFILE", ""))
-	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a target that is not on a loopback address")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow addresses that are not loopback: the target, --db-addr, --db-listen, --toxiproxy, the oracle's effects.dsn and effects.url (a scenario's target.allow_remote needs this flag)")
 	fl.StringVar(&f.dbAddr, "db-addr", "", "with --target: your service's database host:port, proxied so DB faults work")
 	fl.StringVar(&f.dbListen, "db-listen", "", "with --db-addr: where the database proxy listens (point your service there; default a free port)")
 	fl.StringVar(&f.toxiproxy, "toxiproxy", m.env("TOXIPROXY", ""), "drive this toxiproxy-server API instead of the in-process Toxiproxy (env IDEMCHAOS_TOXIPROXY)")
@@ -167,7 +167,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "database proxy %s → %s (point your service's DSN at it for database faults)\n", addr, f.dbAddr)
 	}
 	for _, s := range ss {
-		if err := checkOracle(ctx, s); err != nil {
+		if err := checkOracle(ctx, s, f.allowRemote); err != nil {
 			return usageError(oneLineError{err})
 		}
 	}

@@ -17,6 +17,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// Inside the network namespace of the gate's test, the binary runs
+	// that test's paths and exits.
+	maybeNetnsChild()
 	// Runs against the reference start copies of this test binary.
 	harness.MaybeChild()
 	pgtest.Main(m)

@@ -14,7 +14,9 @@ import (
 )
 
 // retarget points a scenario at the user's service at url (--target).
-// allowRemote adds to the scenario's own target.allow_remote. It returns
+// The scenario's target.allow_remote went with its old URL: whether url
+// may be remote is the command line's --allow-remote (allowRemote) alone,
+// which harness.Open is told. It returns
 // what it changed besides the target, for the user to read: an effects.url
 // on the scenario's old target origin moves with it (the same service's
 // effects endpoint), and the reference oracle, which cannot read a foreign
@@ -22,7 +24,7 @@ import (
 // that acts through the scenario's hooks finds them.)
 func retarget(s *scenarios.Scenario, url string, allowRemote bool) []string {
 	old := s.Target.URL
-	s.Target = scenarios.Target{URL: url, AllowRemote: allowRemote || s.Target.AllowRemote}
+	s.Target = scenarios.Target{URL: url, AllowRemote: allowRemote}
 	var notes []string
 	if s.Effects.Oracle == "reference" {
 		s.Effects.Oracle = "none"
@@ -86,11 +88,12 @@ func oneTarget(ss []*scenarios.Scenario) (string, error) {
 // checkOracle reads a scenario's effects once before any traffic is sent,
 // so that a wrong DSN, URL or query is reported up front and not after a
 // run has written to the user's service. The reference's oracle needs a
-// started target and is not checked here.
-func checkOracle(ctx context.Context, s *scenarios.Scenario) error {
-	o := harness.ScenarioOracle(s)
-	if o == nil {
-		return nil
+// started target and is not checked here. The read goes through the
+// address gate of the run's --allow-remote, every redirect hop included.
+func checkOracle(ctx context.Context, s *scenarios.Scenario, allowRemote bool) error {
+	o, err := harness.ScenarioOracle(ctx, s, allowRemote)
+	if err != nil || o == nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -33,6 +33,9 @@ Editors: put "# yaml-language-server: $schema=` + scenarios.SchemaURL + `"
 on a scenario's first line (or a relative path to scenarios/schema.json), or
 write the schema out with --schema.
 
+A file with target.allow_remote: true is valid; validate notes that its run
+needs --allow-remote (a file cannot allow remote traffic by itself).
+
 Exit codes: 0 every file is valid, 3 a file is invalid or unreadable.`,
 		Example: `  idemchaos validate scenarios/
   idemchaos validate scenarios/response-drop-replay.yaml my-service.yaml
@@ -64,9 +67,15 @@ func (m *Main) runValidate(paths []string, recursive bool) error {
 	}
 	bad := 0
 	for _, f := range files {
-		_, err := scenarios.Load(f)
+		s, err := scenarios.Load(f)
 		if err == nil {
 			fmt.Fprintf(m.Stdout, "ok  %s\n", f)
+			if s.Target.AllowRemote {
+				// Valid: validate judges the file, and sends nothing. But
+				// the file cannot allow remote traffic itself; say what
+				// its run needs.
+				fmt.Fprintf(m.Stderr, "%s: note: target.allow_remote: this scenario runs only with --allow-remote\n", s.Where("target.allow_remote"))
+			}
 			continue
 		}
 		bad++

@@ -45,6 +45,7 @@ func TestValidate_Outcomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, sub, "deep.yml", "target: {url: http://127.0.0.1:1}\neffects: {oracle: none}\n")
+	remote := writeFile(t, t.TempDir(), "remote.yaml", "target:\n  url: https://api.example.com\n  allow_remote: true\neffects: {oracle: none}\n")
 
 	for name, c := range map[string]struct {
 		args     []string
@@ -53,7 +54,11 @@ func TestValidate_Outcomes(t *testing.T) {
 		notOut   []string
 	}{
 		"valid file": {args: []string{"validate", good}, code: 0, out: []string{"ok  " + good}},
-		"examples":   {args: []string{"validate", "../../scenarios/examples"}, code: 0, out: []string{"ok  ../../scenarios/examples/response-drop.yaml"}},
+		// A file that declares a remote target is valid (validate sends
+		// nothing); what its run needs is noted at the key.
+		"remote declared": {args: []string{"validate", remote}, code: 0, out: []string{"ok  " + remote},
+			err: []string{remote + ":3:3: note: target.allow_remote: this scenario runs only with --allow-remote"}},
+		"examples": {args: []string{"validate", "../../scenarios/examples"}, code: 0, out: []string{"ok  ../../scenarios/examples/response-drop.yaml"}},
 		"invalid file": {args: []string{"validate", bad}, code: 3, err: []string{
 			bad + `:3:3: unknown key "concurency" in traffic; did you mean "concurrency"?`,
 			bad + `:4:12: traffic.timeout: "5 seconds" is not a duration (e.g. 500ms, 2s, 1m)`,
@@ -126,7 +131,7 @@ func TestValidate_DSNSchemes(t *testing.T) {
 		}
 	}
 	for dsn, want := range map[string]string{
-		"oracle://scott@127.0.0.1/orders": `:4:8: effects.dsn: scheme "oracle" is not one idemchaos reads (want mysql:, postgres:, postgresql:, sqlite:, or key=value for postgres)`,
+		"oracle://scott@127.0.0.1/orders": `:4:8: effects.dsn: scheme "oracle" is not one idemchaos reads (mysql:, postgres:, postgresql:, sqlite:, key=value (postgres))`,
 		"mysql:///orders":                 ":4:8: effects.dsn: want mysql://user:password@host:port/database",
 		"sqlite:":                         ":4:8: effects.dsn: want sqlite:PATH (the database file)",
 	} {

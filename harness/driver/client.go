@@ -138,11 +138,14 @@ type pool struct {
 	closed  bool
 	maxIdle int
 	dialer  net.Dialer
+	// through, when set, makes every connection instead of dialer
+	// ([Config.Dial]).
+	through func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-func newPool(maxIdle int) *pool {
+func newPool(maxIdle int, through func(ctx context.Context, network, addr string) (net.Conn, error)) *pool {
 	return &pool{idle: map[string][]*conn{}, busy: map[*conn]struct{}{}, maxIdle: maxIdle,
-		dialer: net.Dialer{KeepAlive: 30 * time.Second}}
+		dialer: net.Dialer{KeepAlive: 30 * time.Second}, through: through}
 }
 
 // get returns a live idle connection to t, or nil. A connection the server
@@ -213,9 +216,17 @@ func (p *pool) close() {
 // dial opens a new connection to t, finished (TLS handshake included) by
 // deadline or when ctx ends.
 func (p *pool) dial(ctx context.Context, t target, deadline time.Time) (*conn, error) {
-	d := p.dialer
-	d.Deadline = deadline
-	nc, err := d.DialContext(ctx, "tcp", t.addr)
+	var nc net.Conn
+	var err error
+	if p.through != nil {
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		nc, err = p.through(dctx, "tcp", t.addr)
+		cancel()
+	} else {
+		d := p.dialer
+		d.Deadline = deadline
+		nc, err = d.DialContext(ctx, "tcp", t.addr)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -127,7 +128,11 @@ type Config struct {
 	// Settled reports that no fault can heal any more before the traffic
 	// ends; the harness knows when its timed faults have run their course.
 	Settled func() bool
-	_       struct{}
+	// Dial, when set, makes every connection the driver opens (the
+	// harness passes its address gate, so that even its own proxies'
+	// addresses are checked); nil dials directly.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	_    struct{}
 }
 
 // Stats counts what a run sent and got.
@@ -190,7 +195,7 @@ func Run(ctx context.Context, cfg Config, intents []Intent) (Stats, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
-	d := &runner{cfg: cfg, pool: newPool(cfg.Concurrency * 4), targets: targets{m: map[targetKey]target{}},
+	d := &runner{cfg: cfg, pool: newPool(cfg.Concurrency*4, cfg.Dial), targets: targets{m: map[targetKey]target{}},
 		scratch: sync.Pool{New: func() any { return &scratch{out: make([]byte, 0, 1024)} }},
 		static:  fieldsOf(cfg.Template.Headers), keyHeader: http.CanonicalHeaderKey(cfg.KeyHeader), bearer: map[string]string{}}
 	if cfg.IntentHeader != "" {

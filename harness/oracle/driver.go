@@ -4,17 +4,11 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 
-	"github.com/idemchaos/idemchaos/internal/dsnform"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 )
-
-// DialFunc connects to addr ("host:port" on "tcp"), the way a driver's own
-// dialer would. The harness passes one that goes through its address
-// check; nil means the driver's default dialer.
-type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Endpoint is one place a connection made with a DSN may go: Network "tcp"
 // (Addr host:port), "unix" (a socket path) or "file" (a database file:
@@ -36,9 +30,10 @@ type Driver struct {
 	// Keywords says it also claims DSNs without a scheme (Postgres's
 	// key=value form). One driver may.
 	Keywords bool
-	// Connector translates dsn into the driver's own configuration; its
-	// connections go through dial (nil: the driver's default).
-	Connector func(dsn string, dial DialFunc) (driver.Connector, error)
+	// Connector translates dsn into the driver's own configuration, its
+	// every lookup and connection through n (the address gate's way out
+	// for effects.dsn).
+	Connector func(ctx context.Context, dsn string, n Net) (driver.Connector, error)
 	// Endpoints lists every place a connection with dsn may go (a DSN
 	// with several hosts names each), for the address check; an error says
 	// why dsn is not a DSN of this driver.
@@ -56,11 +51,11 @@ var drivers struct {
 // RegisterDriver makes a driver's schemes readable by [SQL] and known to
 // validation. Registering a scheme twice panics.
 func RegisterDriver(d Driver) {
-	dsnform.RegisterDSN(dsnform.DSNForm{Name: d.Name, Schemes: d.Schemes, Keywords: d.Keywords, Endpoints: func(dsn string) ([]dsnform.Endpoint, error) {
+	addrgate.RegisterDSN(addrgate.DSNForm{Name: d.Name, Schemes: d.Schemes, Keywords: d.Keywords, Endpoints: func(dsn string) ([]addrgate.Endpoint, error) {
 		eps, err := d.Endpoints(dsn)
-		out := make([]dsnform.Endpoint, len(eps))
+		out := make([]addrgate.Endpoint, len(eps))
 		for i, ep := range eps {
-			out[i] = dsnform.Endpoint(ep)
+			out[i] = addrgate.Endpoint(ep)
 		}
 		return out, err
 	}})
@@ -80,12 +75,12 @@ func RegisterDriver(d Driver) {
 // driverFor is the driver that claims dsn. The error is the registry's:
 // it names the schemes that are linked, or the package to link.
 func driverFor(dsn string) (*Driver, error) {
-	if _, _, err := dsnform.Endpoints(dsn); err != nil {
+	if _, _, err := addrgate.Endpoints(dsn); err != nil {
 		return nil, err
 	}
 	drivers.RLock()
 	defer drivers.RUnlock()
-	if scheme, ok := dsnform.Scheme(dsn); ok {
+	if scheme, ok := addrgate.Scheme(dsn); ok {
 		if d := drivers.byScheme[scheme]; d != nil {
 			return d, nil
 		}
@@ -98,10 +93,14 @@ func driverFor(dsn string) (*Driver, error) {
 // DSNEndpoints lists every place a connection with dsn may go, by the
 // driver that claims it, and that driver's name.
 func DSNEndpoints(dsn string) (string, []Endpoint, error) {
-	name, eps, err := dsnform.Endpoints(dsn)
+	name, eps, err := addrgate.Endpoints(dsn)
+	return name, fromGate(eps), err
+}
+
+func fromGate(eps []addrgate.Endpoint) []Endpoint {
 	out := make([]Endpoint, len(eps))
 	for i, ep := range eps {
 		out[i] = Endpoint(ep)
 	}
-	return name, out, err
+	return out
 }

@@ -62,12 +62,22 @@ type Tenant struct {
 const maxPages = 10000
 
 // HTTP returns an oracle that GETs the listing c describes (every page of
-// it, for every tenant it names) and picks effects out of the JSON.
-func HTTP(c HTTPConfig) Oracle { return httpOracle{c} }
+// it, for every tenant it names) and picks effects out of the JSON. Its
+// requests go through the [Net] of [Through] (default: loopback only),
+// every redirect hop included.
+func HTTP(c HTTPConfig, opts ...Option) Oracle {
+	n := netFor("effects.url", opts)
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: n.DialContext}, Timeout: 30 * time.Second}
+	if r, ok := n.(redirector); ok {
+		client.CheckRedirect = r.CheckRedirect
+	}
+	return httpOracle{c: c, client: client}
+}
 
-type httpOracle struct{ c HTTPConfig }
-
-var httpClient = &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 30 * time.Second}
+type httpOracle struct {
+	c      HTTPConfig
+	client *http.Client
+}
 
 // placeholderRE matches the placeholders a read renders.
 var placeholderRE = regexp.MustCompile(`\{\{\s*(tenant|token)\s*\}\}`)
@@ -276,7 +286,7 @@ func (o httpOracle) get(ctx context.Context, u string, headers map[string]string
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := httpClient.Do(req)
+	resp, err := o.client.Do(req)
 	if err != nil {
 		return page{}, fmt.Errorf("GET %s: %w", u, err)
 	}

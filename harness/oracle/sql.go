@@ -14,14 +14,16 @@ import (
 // postgresql:// (and key=value) through pgx, mysql:// through
 // go-sql-driver/mysql (harness/oracle/mysql), sqlite:PATH through a pure-Go
 // SQLite (harness/oracle/sqlite). Each row is tenant, key and effect id
-// (and optionally a fourth column: the kind).
-func SQL(dsn, query string) Oracle { return sqlOracle{dsn: dsn, query: query} }
+// (and optionally a fourth column: the kind). Its connections go through
+// the [Net] of [Through] (default: loopback only), every host of the DSN
+// checked before the first is tried.
+func SQL(dsn, query string, opts ...Option) Oracle {
+	return sqlOracle{dsn: dsn, query: query, net: netFor("effects.dsn", opts)}
+}
 
 type sqlOracle struct {
 	dsn, query string
-	// dial is the way out of the connections (nil: the driver's own
-	// dialer); the address gate's dialer goes here.
-	dial DialFunc
+	net        Net
 }
 
 func (o sqlOracle) Effects(ctx context.Context) ([]history.Effect, error) {
@@ -48,7 +50,7 @@ func (o sqlOracle) rows(ctx context.Context) ([]history.Effect, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: effects.dsn: %w", ErrOracle, err)
 	}
-	c, err := d.Connector(o.dsn, o.dial)
+	c, err := d.Connector(ctx, o.dsn, o.net)
 	if err != nil {
 		return nil, fmt.Errorf("%w: effects.dsn: %s: %w", ErrOracle, d.Name, err)
 	}

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 )
 
 // Labels on everything this package creates.
@@ -49,6 +53,12 @@ func Connect(ctx context.Context) (*Client, error) {
 
 // dial reaches the daemon without reaping.
 func dial(ctx context.Context) (*Client, error) {
+	// The daemon must be on this machine: the ports it publishes on "its"
+	// loopback are this machine's only then, and the API calls themselves
+	// would leave it otherwise.
+	if err := addrgate.DockerHost(os.Getenv("DOCKER_HOST")); err != nil {
+		return nil, err
+	}
 	pool, err := dockertest.NewPool("")
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrDaemonUnreachable, err)
@@ -79,7 +89,7 @@ func (c *Client) reap(ctx context.Context) (containers, networks int, err error)
 	if err != nil {
 		return 0, 0, fmt.Errorf("reap: list containers: %w", err)
 	}
-	n := 0
+	n, elsewhere := 0, 0
 	var errs []error
 	for _, ct := range cs {
 		if ownerAlive(ct.Labels[LabelOwner]) {
@@ -87,7 +97,13 @@ func (c *Client) reap(ctx context.Context) (containers, networks int, err error)
 		}
 		err := c.pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: ct.ID, Force: true, RemoveVolumes: true, Context: ctx})
 		var missing *dc.NoSuchContainer
-		if err != nil && !errors.As(err, &missing) {
+		switch {
+		case removedElsewhere(err):
+			// Another idemchaos on this daemon (every command reaps at
+			// its start) is removing it: it goes, and is not ours to count.
+			elsewhere++
+			continue
+		case err != nil && !errors.As(err, &missing):
 			errs = append(errs, err)
 			continue
 		}
@@ -100,6 +116,11 @@ func (c *Client) reap(ctx context.Context) (containers, networks int, err error)
 	for _, nw := range nets {
 		if !ownerAlive(nw.Labels[LabelOwner]) {
 			if err := ignoreMissingNetwork(c.pool.Client.RemoveNetwork(nw.ID)); err != nil {
+				if elsewhere > 0 && inUse(err) {
+					// Its containers are still being removed by the
+					// other reaper: a later pass (or run) takes it.
+					continue
+				}
 				errs = append(errs, err)
 				continue
 			}
@@ -110,6 +131,20 @@ func (c *Client) reap(ctx context.Context) (containers, networks int, err error)
 		return n, networks, fmt.Errorf("reap: %w", err)
 	}
 	return n, networks, nil
+}
+
+// removedElsewhere says a container's removal failed because another
+// client's removal of it is under way (the daemon's 409).
+func removedElsewhere(err error) bool {
+	var de *dc.Error
+	return errors.As(err, &de) && de.Status == http.StatusConflict && strings.Contains(de.Message, "already in progress")
+}
+
+// inUse says a network's removal failed because containers are still
+// attached to it (the daemon's 403).
+func inUse(err error) bool {
+	var de *dc.Error
+	return errors.As(err, &de) && de.Status == http.StatusForbidden && strings.Contains(de.Message, "active endpoints")
 }
 
 func ignoreMissingNetwork(err error) error {

@@ -18,6 +18,7 @@ import (
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
 
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/pgcluster"
 	"github.com/idemchaos/idemchaos/internal/proxy"
@@ -259,6 +260,13 @@ func (e *Env) RunContainer(ctx context.Context, spec ContainerSpec) (*Container,
 		}
 	}
 	if err != nil {
+		if pause != nil {
+			_ = pause.Stop(context.WithoutCancel(ctx))
+		}
+		return nil, fmt.Errorf("start %s (%s): %w", spec.Name, spec.Image, err)
+	}
+	if err := checkPublished(res); err != nil {
+		_ = e.c.pool.RemoveContainerByName(opts.Name)
 		if pause != nil {
 			_ = pause.Stop(context.WithoutCancel(ctx))
 		}
@@ -591,6 +599,24 @@ func (e *Env) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// checkPublished puts every port binding the daemon reports for a started
+// container through the address gate: whatever was asked, a daemon (its
+// "ip" setting, a rewriting proxy) may publish on every interface, and the
+// Postgres and proxies behind those ports trust every client.
+func checkPublished(res *dockertest.Resource) error {
+	if res.Container == nil || res.Container.NetworkSettings == nil {
+		return nil
+	}
+	for port, bindings := range res.Container.NetworkSettings.Ports {
+		for _, b := range bindings {
+			if _, err := addrgate.Published(b.HostIP, b.HostPort); err != nil {
+				return fmt.Errorf("port %s: %w", port, err)
+			}
+		}
+	}
+	return nil
+}
+
 // bindPorts sets opts' published ports to free 127.0.0.1 ports and returns
 // the main port's address and the extra ports' addresses.
 func bindPorts(opts *dockertest.RunOptions, spec ContainerSpec) (string, map[int]string, error) {
@@ -607,8 +633,11 @@ func bindPorts(opts *dockertest.RunOptions, spec ContainerSpec) (string, map[int
 		}
 		p := dc.Port(strconv.Itoa(cp) + "/tcp")
 		opts.ExposedPorts = append(opts.ExposedPorts, string(p))
-		opts.PortBindings[p] = []dc.PortBinding{{HostIP: "127.0.0.1", HostPort: strconv.Itoa(port)}}
-		addr := "127.0.0.1:" + strconv.Itoa(port)
+		opts.PortBindings[p] = []dc.PortBinding{{HostIP: addrgate.PublishIP, HostPort: strconv.Itoa(port)}}
+		addr, err := addrgate.Published(addrgate.PublishIP, strconv.Itoa(port))
+		if err != nil {
+			return "", nil, err
+		}
 		if i == 0 && spec.Port > 0 {
 			hostAddr = addr
 		} else {

@@ -9,8 +9,8 @@
 //   - external: a user's service URL (and optionally its database address
 //     and a DSN for the SQL effect oracle). The harness puts its own proxies
 //     in front of the service and, if asked, between the service and its
-//     database. Targets must be loopback unless remote targets are allowed
-//     explicitly (netaddr.ResolveLoopback).
+//     database. Every address passes through the address gate
+//     ([addrgate]): loopback unless the command line allows remote ones.
 //
 // Every error this package returns is an environment error; the CLI maps
 // them to exit code 3.

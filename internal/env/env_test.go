@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemchaos/idemchaos/harness/pgtest"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/internal/env"
-	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/proc"
 	"github.com/idemchaos/idemchaos/internal/proxy"
 )
@@ -81,7 +81,7 @@ func TestStartLocal_WithoutBinariesSaysWhatToInstall(t *testing.T) {
 func TestStartExternal_RefusesNonLoopbackTarget(t *testing.T) {
 	t.Parallel()
 	_, err := env.StartExternal(context.Background(), env.ExternalConfig{ServiceURL: "http://10.0.0.5:8080/v1"})
-	var nl *netaddr.NotLoopbackError
+	var nl *addrgate.NotLoopbackError
 	if !errors.As(err, &nl) || nl.Addr != "10.0.0.5:8080" {
 		t.Fatalf("StartExternal: %v, want NotLoopbackError for 10.0.0.5:8080", err)
 	}
@@ -89,7 +89,7 @@ func TestStartExternal_RefusesNonLoopbackTarget(t *testing.T) {
 		t.Fatalf("message: %v", err)
 	}
 	_, err = env.StartExternal(context.Background(), env.ExternalConfig{ServiceURL: "http://127.0.0.1:8080", DatabaseAddr: "10.0.0.6:5432"})
-	if !errors.Is(err, netaddr.ErrNotLoopback) || !strings.Contains(err.Error(), "--db-addr 10.0.0.6:5432") {
+	if !errors.Is(err, addrgate.ErrNotLoopback) || !strings.Contains(err.Error(), "--db-addr 10.0.0.6:5432") {
 		t.Fatalf("remote database address: %v, want ErrNotLoopback naming --db-addr", err)
 	}
 }
@@ -98,7 +98,7 @@ func TestStartExternal_UnreachableTargetWithin5s(t *testing.T) {
 	t.Parallel()
 	for name, cfg := range map[string]env.ExternalConfig{
 		"refused":    {ServiceURL: "http://" + closedPort(t)},
-		"no-route":   {ServiceURL: "http://192.0.2.1:9", AllowRemote: true}, // TEST-NET-1: never answers
+		"no-route":   {ServiceURL: "http://192.0.2.1:9", Gate: addrgate.New(addrgate.Config{AllowRemote: true})}, // TEST-NET-1: never answers
 		"db-refused": {ServiceURL: "http://" + startService(t), DatabaseAddr: closedPort(t)},
 		"blackhole":  {ServiceURL: "http://" + blackhole(t)}, // SYNs dropped: only the 5s deadline ends the dial
 	} {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/internal/proxy"
 )
@@ -26,17 +27,18 @@ type ExternalConfig struct {
 	DatabaseAddr string
 	// DatabaseListen is where the database proxy listens; empty means
 	// 127.0.0.1 on a free port. A fixed port lets the service's
-	// configuration name it in advance.
+	// configuration name it in advance; every interface needs the gate's
+	// --allow-remote.
 	DatabaseListen string
-	// AllowRemote permits non-loopback targets.
-	AllowRemote bool
+	// Gate checks the service, the database address and the listen address
+	// (nil: loopback only); see [addrgate].
+	Gate *addrgate.Gate
 	// ToxiproxyURL, if set, drives that toxiproxy-server instead of an
-	// in-process one.
+	// in-process one: its host is checked by the gate, and the API is
+	// reached at the address checked.
 	ToxiproxyURL string
 	// DialTimeout bounds the reachability check. Zero means 5s.
 	DialTimeout time.Duration
-	// Resolver resolves host names (nil: the system's); see [netaddr.ResolveLoopback].
-	Resolver netaddr.Resolver
 
 	_ struct{}
 }
@@ -71,15 +73,29 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 	}
 	// Refuse before sending a single packet anywhere, and from then on
 	// connect to the addresses checked, never to the name again.
-	svcAddrs, err := checked(ctx, cfg, netaddr.HostPort(target), "--target")
+	svcAddrs, err := checked(ctx, cfg.Gate, netaddr.HostPort(target), "--target")
 	if err != nil {
 		return nil, fmt.Errorf("external env: %w", err)
 	}
 	var dbAddrs []string
+	dbListen := ""
 	if cfg.DatabaseAddr != "" {
-		if dbAddrs, err = checked(ctx, cfg, cfg.DatabaseAddr, "--db-addr"); err != nil {
+		if dbAddrs, err = checked(ctx, cfg.Gate, cfg.DatabaseAddr, "--db-addr"); err != nil {
 			return nil, fmt.Errorf("external env: %w", err)
 		}
+	}
+	if cfg.DatabaseListen != "" {
+		if dbListen, err = cfg.Gate.ListenAddr(ctx, cfg.DatabaseListen, "--db-listen"); err != nil {
+			return nil, fmt.Errorf("external env: %w", err)
+		}
+	}
+	toxiproxyURL := ""
+	if cfg.ToxiproxyURL != "" {
+		u, err := cfg.Gate.PinURL(ctx, cfg.ToxiproxyURL, "--toxiproxy")
+		if err != nil {
+			return nil, fmt.Errorf("external env: %w", err)
+		}
+		toxiproxyURL = u.String()
 	}
 	serviceAddr, err := reachable(ctx, cfg, netaddr.HostPort(target), svcAddrs)
 	if err != nil {
@@ -94,8 +110,8 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 	pinned := *target
 	pinned.Host = serviceAddr
 	e := &External{target: &pinned, dsn: cfg.DSN}
-	if cfg.ToxiproxyURL != "" {
-		if e.proxies, err = proxy.Connect(ctx, cfg.ToxiproxyURL); err != nil {
+	if toxiproxyURL != "" {
+		if e.proxies, err = proxy.Connect(ctx, toxiproxyURL); err != nil {
 			return nil, fmt.Errorf("external env: %w", err)
 		}
 	} else {
@@ -110,7 +126,7 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 	proxied.Host = listen
 	e.serviceURL = proxied.String()
 	if cfg.DatabaseAddr != "" {
-		if e.dbAddr, err = e.proxies.CreateProxy(ctx, DatabaseProxy, cfg.DatabaseListen, dbAddr); err != nil {
+		if e.dbAddr, err = e.proxies.CreateProxy(ctx, DatabaseProxy, dbListen, dbAddr); err != nil {
 			_ = e.proxies.Close(context.Background())
 			return nil, fmt.Errorf("external env: %w", err)
 		}
@@ -118,13 +134,18 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 	return e, nil
 }
 
-// checked applies the loopback rule to addr (unless remote targets are
-// allowed) and returns the addresses to connect to.
-func checked(ctx context.Context, cfg ExternalConfig, addr, setting string) ([]string, error) {
-	if cfg.AllowRemote {
-		return []string{addr}, nil
+// checked resolves addr once through the gate (refusing what it refuses)
+// and returns the addresses to connect to.
+func checked(ctx context.Context, g *addrgate.Gate, addr, setting string) ([]string, error) {
+	aps, err := g.Resolve(ctx, addr, setting)
+	if err != nil {
+		return nil, err
 	}
-	return netaddr.ResolveLoopback(ctx, cfg.Resolver, addr, setting)
+	out := make([]string, len(aps))
+	for i, ap := range aps {
+		out[i] = ap.String()
+	}
+	return out, nil
 }
 
 // reachable returns the first of addr's checked addresses that accepts a

@@ -1,10 +1,9 @@
 // Package netaddr holds the address helpers several layers share: the
-// address a URL connects to ([HostPort]), a free loopback port
-// ([FreePort]), and the loopback rule ([ResolveLoopback], [CheckLoopback],
-// [Resolver], [NotLoopbackError], [ErrNotLoopback]): every address a name
-// resolves to must be loopback unless remote targets are allowed. It
-// imports nothing of the module, so the command (`record`), the harness
-// and the infrastructure can all use the one implementation.
+// address a URL connects to ([HostPort]) and a free loopback port
+// ([FreePort]). It imports nothing of the module, so the command, the
+// harness and the infrastructure can all use it. The loopback rule is not
+// here: it is internal/addrgate's, the one gate every connection and
+// listener goes through.
 package netaddr
 
 import (

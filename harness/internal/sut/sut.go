@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/faults"
-	"github.com/idemchaos/idemchaos/internal/netaddr"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 	"github.com/idemchaos/idemchaos/internal/proxy"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -57,13 +57,15 @@ type Config struct {
 	// Standby: the reference's database needs a streaming standby (local,
 	// docker).
 	Standby bool
-	// TargetURL, AllowRemote, DatabaseAddr, DatabaseListen and Resolver
-	// describe a user's service (external).
+	// TargetURL, DatabaseAddr and DatabaseListen describe a user's
+	// service (external).
 	TargetURL      string
-	AllowRemote    bool
 	DatabaseAddr   string
 	DatabaseListen string
-	Resolver       netaddr.Resolver
+	// Gate is the address gate of the run (the command line's
+	// --allow-remote, never a scenario's): every address an environment
+	// connects to or listens on goes through it (nil: loopback only).
+	Gate *addrgate.Gate
 	// ToxiproxyURL drives that toxiproxy-server instead of the in-process
 	// Toxiproxy (local, external).
 	ToxiproxyURL string

@@ -16,6 +16,7 @@
 package mysql
 
 import (
+	"context"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -80,14 +81,14 @@ func Config(dsn string) (*gomysql.Config, error) {
 	return parsed, nil
 }
 
-func connector(dsn string, dial oracle.DialFunc) (driver.Connector, error) {
+// connector dials through n: the gate checks the address (and looks a
+// name up) on every connection the driver makes.
+func connector(_ context.Context, dsn string, n oracle.Net) (driver.Connector, error) {
 	c, err := Config(dsn)
 	if err != nil {
 		return nil, err
 	}
-	if dial != nil {
-		c.DialFunc = dial
-	}
+	c.DialFunc = n.DialContext
 	return gomysql.NewConnector(c)
 }
 

@@ -54,7 +54,8 @@ func endpoints(dsn string) ([]oracle.Endpoint, error) {
 	return []oracle.Endpoint{{Network: "file", Addr: p}}, nil
 }
 
-func connector(dsn string, _ oracle.DialFunc) (driver.Connector, error) {
+// connector opens a file: nothing is dialled, so n is not needed.
+func connector(_ context.Context, dsn string, _ oracle.Net) (driver.Connector, error) {
 	p, err := path(dsn)
 	if err != nil {
 		return nil, err

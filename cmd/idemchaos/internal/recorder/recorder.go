@@ -53,9 +53,13 @@ type Options struct {
 	// Contract, when set, is written in the meta line: check then judges
 	// the recording by it (see [ScenarioContract]).
 	Contract *history.Contract
-	// Transport sends to the upstream (default: a dedicated transport).
+	// Transport sends to the upstream (default: a dedicated transport
+	// dialling through Dial).
 	Transport http.RoundTripper
-	_         struct{}
+	// Dial makes the default transport's connections (the command passes
+	// its address gate); nil dials directly.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	_    struct{}
 }
 
 // Recorder is the proxy: an [http.Handler] that records as it forwards.
@@ -99,9 +103,18 @@ func New(w *history.Writer, opts Options) (*Recorder, error) {
 		opts.Timeout = 30 * time.Second
 	}
 	if opts.Transport == nil {
+		dial := (&net.Dialer{Timeout: 5 * time.Second}).DialContext
+		if opts.Dial != nil {
+			through := opts.Dial
+			dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				return through(ctx, network, addr)
+			}
+		}
 		opts.Transport = &http.Transport{
 			Proxy:               nil, // never through an environment proxy: the upstream is what was asked
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			DialContext:         dial,
 			MaxIdleConnsPerHost: 64,
 			IdleConnTimeout:     30 * time.Second,
 		}
