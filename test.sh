@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The test command of the README, and the one .ci/run calls: it installs what
 # a fresh Debian or Ubuntu machine lacks for the tests — the PostgreSQL server
-# binaries (the embedded environment starts real clusters from them),
-# Chromium (the HTML report's browser test opens a report in it), and
-# strace, ip and unshare (the address gate's test counts connect() and bind()
-# calls in a network namespace with only loopback) — then runs
-# go test ./... with any arguments given (./test.sh -run Foo ./checkers/).
+# binaries (the embedded environment starts real clusters from them), the
+# MariaDB server binaries (the sql oracle's MySQL driver and the foreign
+# corpus's MariaDB service are tested against a real server), python3 (the
+# foreign corpus's SQLite service is a Python program), Chromium (the HTML
+# report's browser test opens a report in it), and strace, ip and unshare
+# (the address gate's test counts connect() and bind() calls in a network
+# namespace with only loopback) — then runs go test ./... with any
+# arguments given (./test.sh -run Foo ./checkers/).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 have_postgres() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; }
+have_mariadb() { command -v mariadb-install-db >/dev/null 2>&1 && { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; }; }
 have_chromium() { command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; }
 have() { command -v "$1" >/dev/null 2>&1; }
 # The client corpus (examples/clients) runs real clients: curl, and a
@@ -18,6 +22,8 @@ have_urllib3() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import urllib3'
 
 packages=()
 have_postgres || packages+=(postgresql)
+have_mariadb || packages+=(mariadb-server)
+have python3 || packages+=(python3)
 have curl || packages+=(curl)
 have_urllib3 || packages+=(python3-urllib3)
 have strace || packages+=(strace)

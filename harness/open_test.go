@@ -93,3 +93,30 @@ func TestParseEnvKind_Names(t *testing.T) {
 		t.Errorf("ParseEnvKind(k8s): %v", err)
 	}
 }
+
+// The sql oracle connects too: every host of its DSN, as its driver would
+// try them (a Postgres DSN's fallback hosts included), must be loopback.
+func TestOpen_SQLOracleMustBeLoopback(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	for dsn, want := range map[string]string{
+		"postgres://u@10.0.0.9/orders":                 "effects.dsn 10.0.0.9:5432 is not a loopback address",
+		"postgres://u@127.0.0.1:5432,10.0.0.8:5433/db": "effects.dsn 10.0.0.8:5433 is not a loopback address",
+		"host=127.0.0.1,10.0.0.7 dbname=db":            "effects.dsn 10.0.0.7:5432 is not a loopback address",
+	} {
+		t.Run(dsn, func(t *testing.T) {
+			s := &scenarios.Scenario{Name: "oracle", Target: scenarios.Target{URL: srv.URL},
+				Effects: scenarios.Effects{Oracle: "sql", DSN: dsn, Query: "SELECT 1, 2, 3"}}
+			_, closeEnv, err := harness.Open(context.Background(), harness.OpenOptions{Kind: harness.EnvExternal, TargetURL: srv.URL,
+				Scenarios: []*scenarios.Scenario{s}})
+			if err == nil {
+				_ = closeEnv(context.Background())
+				t.Fatalf("opened with oracle %s", dsn)
+			}
+			if !errors.Is(err, addrgate.ErrNotLoopback) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%v, want ErrNotLoopback containing %q", err, want)
+			}
+		})
+	}
+}

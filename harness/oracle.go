@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness/oracle"
@@ -27,15 +28,15 @@ func ScenarioOracle(ctx context.Context, s *scenarios.Scenario, allowRemote bool
 	if err := checkScenarioAddresses(ctx, g, []*scenarios.Scenario{s}); err != nil {
 		return nil, err
 	}
-	return oracleFor(g, s.Effects, s.Target.Reference, "", false), nil
+	return oracleFor(g, s.Effects, s.Target.Reference, oracleTenants(s), "", false), nil
 }
 
 // oracleFor is the one place an effect oracle is made from a scenario's
 // effects: the reference's reads its database (dsn), waiting for its
 // consumer to drain the queue when one runs; sql and http read the user's
-// service, their connections through g. nil: the scenario reads no
-// effects.
-func oracleFor(g *addrgate.Gate, e scenarios.Effects, ref *scenarios.ReferenceTarget, dsn string, consumer bool) oracle.Oracle {
+// service (an http oracle with placeholders once per tenant of tenants),
+// their connections through g. nil: the scenario reads no effects.
+func oracleFor(g *addrgate.Gate, e scenarios.Effects, ref *scenarios.ReferenceTarget, tenants []oracle.Tenant, dsn string, consumer bool) oracle.Oracle {
 	switch e.Oracle {
 	case "reference":
 		drain := time.Duration(0)
@@ -49,7 +50,27 @@ func oracleFor(g *addrgate.Gate, e scenarios.Effects, ref *scenarios.ReferenceTa
 		}
 		return oracle.SQL(dsn, e.Query, oracle.Through(g.For("effects.dsn")))
 	case "http":
-		return oracle.HTTP(e.URL, e.Items, e.Tenant, e.Key, e.ID, oracle.Through(g.For("effects.url")))
+		return oracle.HTTP(oracle.HTTPConfig{URL: e.URL, Headers: e.Headers, Items: e.Items, Tenant: e.Tenant, Key: e.Key, ID: e.ID,
+			Next: e.Next, Cursor: e.Cursor, Tenants: tenants}, oracle.Through(g.For("effects.url")))
 	}
 	return nil
+}
+
+// oracleTenants are the tenants an http oracle with placeholders reads
+// for: every tenant of endpoint.tokens (with its token), else the t1..tN
+// the plans draw from. Reading a tenant that sent nothing reads nothing.
+func oracleTenants(s *scenarios.Scenario) []oracle.Tenant {
+	names := tenantsOf(s)
+	if len(s.Endpoint.Tokens) > 0 {
+		names = names[:0]
+		for tn := range s.Endpoint.Tokens {
+			names = append(names, tn)
+		}
+		sort.Strings(names)
+	}
+	out := make([]oracle.Tenant, len(names))
+	for i, n := range names {
+		out[i] = oracle.Tenant{Name: n, Token: s.Endpoint.Tokens[n]}
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/harness/driver"
 	"github.com/idemchaos/idemchaos/harness/internal/sut"
+	"github.com/idemchaos/idemchaos/harness/oracle"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
@@ -36,8 +37,10 @@ type runPlan struct {
 	judge      []checkers.Option
 	load       history.LoadOptions
 	effects    scenarios.Effects // the oracle is made once the target is up
-	named      *acks             // nil: the scenario names no response id
-	steps      []stepPlan
+	// tenants are those an http oracle with placeholders reads for.
+	tenants []oracle.Tenant
+	named   *acks // nil: the scenario names no response id
+	steps   []stepPlan
 }
 
 // stepPlan is one step resolved: how its plan is made and sent, and what
@@ -66,7 +69,7 @@ type stepPlan struct {
 
 // resolve reads, once, everything a run of s needs.
 func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, error) {
-	rp := &runPlan{name: s.Name, invocation: opts.Invocation, hooks: s.Hooks, effects: s.Effects,
+	rp := &runPlan{name: s.Name, invocation: opts.Invocation, hooks: s.Hooks, effects: s.Effects, tenants: oracleTenants(s),
 		standby: s.Target.Reference != nil,
 		target:  sut.TargetSpec{Target: s.Target, Tokens: s.Endpoint.Tokens, EffectsDSN: s.Effects.DSN}}
 	if rp.invocation.Env == "" && r.kind != autoKind(s.Target.URL, s) {

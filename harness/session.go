@@ -40,7 +40,7 @@ func (r *Runner) openSession(rp *runPlan, t *sut.Target, opts RunOptions) (*sess
 	if err != nil {
 		return nil, err
 	}
-	ora := oracleFor(r.gate(), rp.effects, rp.target.Target.Reference, t.DSN, t.HasConsumer())
+	ora := oracleFor(r.gate(), rp.effects, rp.target.Target.Reference, rp.tenants, t.DSN, t.HasConsumer())
 	begun := time.Now()
 	meta, err := writeMeta(f, rp.name, opts.Seed, begun, rp.contract, rp.invariants, ora != nil)
 	if err != nil {

@@ -260,8 +260,18 @@ type Effects struct {
 	Query string `yaml:"query" json:"query,omitempty"`
 	// URL for http: a GET returning JSON; Items, Tenant, Key and ID are
 	// JSONPath expressions (RFC 9535: "$.effects[*]", "$.tenant") picking
-	// the list of effects and each one's fields.
-	URL    string `yaml:"url" json:"url,omitempty"`
+	// the list of effects and each one's fields. URL and the values of
+	// Headers may name {{tenant}} and {{token}} (the tenant's bearer token
+	// of endpoint.tokens): the listing is then read once per tenant, and
+	// Tenant may be left out (the items are the read's tenant's).
+	URL     string            `yaml:"url" json:"url,omitempty"`
+	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// Next (http) is a JSONPath selecting the next page of a listing: its
+	// URL (absolute or relative to the page), or, with Cursor, a cursor
+	// sent back as the query parameter Cursor names. Nothing, null or ""
+	// ends the listing.
+	Next   string `yaml:"next" json:"next,omitempty"`
+	Cursor string `yaml:"cursor" json:"cursor,omitempty"`
 	Items  string `yaml:"items" json:"items,omitempty"`
 	Tenant string `yaml:"tenant" json:"tenant,omitempty"`
 	Key    string `yaml:"key" json:"key,omitempty"`

@@ -213,8 +213,11 @@ var oracleFields = map[string][]string{
 	"reference": nil,
 	"none":      nil,
 	"sql":       {"dsn", "query"},
-	"http":      {"url", "items", "tenant", "key", "id"},
+	"http":      {"url", "items", "tenant", "key", "id", "headers", "next", "cursor"},
 }
+
+// oracleOptional are the fields of oracleFields an oracle may leave out.
+var oracleOptional = []string{"headers", "next", "cursor"}
 
 func (t *tree) checkEffects() {
 	oracle, set := t.str("/effects/oracle")
@@ -236,17 +239,30 @@ func (t *tree) checkEffects() {
 	if oracle == "reference" && (t.isURLTarget() || t.isImageTarget()) {
 		t.errorf(t.posOf("/effects/oracle"), "effects.oracle: reference reads the bundled service's database; a url target needs sql, http or none")
 	}
+	perTenant := oracle == "http" && t.checkEffectPlaceholders()
 	var missing []string
 	for _, f := range need {
-		// An image target's own database is the sql oracle's default.
+		// An image target's own database is the sql oracle's default; a
+		// listing read per tenant is that tenant's.
+		if slices.Contains(oracleOptional, f) || (f == "tenant" && perTenant) {
+			continue
+		}
 		if s, _ := t.str("/effects/" + f); s == "" && (f != "dsn" || !t.isImageTarget() || !t.has("/target/database")) {
 			missing = append(missing, f)
 		}
 	}
+	if t.has("/effects/cursor") && !t.has("/effects/next") {
+		t.errorf(t.keyPos("/effects/cursor"), "effects.cursor: names the query parameter the cursor of effects.next is sent back in; set effects.next")
+	}
 	if len(missing) > 0 {
 		t.errorf(t.keyPos("/effects/oracle"), "effects: oracle %s needs %s", oracle, strings.Join(missing, ", "))
 	}
-	for _, f := range []string{"dsn", "query", "url", "items", "tenant", "key", "id"} {
+	if dsn, ok := t.str("/effects/dsn"); ok && oracle == "sql" && dsn != "" {
+		if err := addrgate.CheckDSNForm(dsn); err != nil {
+			t.errorf(t.posOf("/effects/dsn"), "effects.dsn: %v", err)
+		}
+	}
+	for _, f := range []string{"dsn", "query", "url", "items", "tenant", "key", "id", "headers", "next", "cursor"} {
 		if t.has("/effects/"+f) && !slices.Contains(need, f) {
 			t.errorf(t.keyPos("/effects/"+f), "effects.%s: not used by oracle %s", f, oracle)
 		}

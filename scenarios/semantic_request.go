@@ -80,7 +80,55 @@ func (t *tree) checkPlaceholders(p string) {
 }
 
 // jsonPathFields are the effects fields that hold JSONPath expressions.
-var jsonPathFields = []string{"items", "tenant", "key", "id", "response_id"}
+var jsonPathFields = []string{"items", "tenant", "key", "id", "next", "response_id"}
+
+// oraclePlaceholders are what the http oracle renders per tenant.
+var oraclePlaceholders = []string{"tenant", "token"}
+
+// checkEffectPlaceholders checks the placeholders of the http oracle's URL
+// and header values: each is rendered per tenant or refused here, never
+// sent as written. It says whether any is used (the listing is then read
+// once per tenant).
+func (t *tree) checkEffectPlaceholders() bool {
+	var fields []string
+	if t.has("/effects/url") {
+		fields = append(fields, "/effects/url")
+	}
+	if hs, ok := t.get("/effects/headers"); ok {
+		if m, ok := hs.(map[string]any); ok {
+			names := make([]string, 0, len(m))
+			for name := range m {
+				names = append(names, name)
+			}
+			slices.Sort(names)
+			for _, name := range names {
+				fields = append(fields, ptr("/effects/headers", name))
+			}
+		}
+	}
+	used, token := false, ""
+	for _, p := range fields {
+		s, _ := t.str(p)
+		for _, m := range placeholderRE.FindAllStringSubmatch(s, -1) {
+			if !slices.Contains(oraclePlaceholders, m[1]) || m[0] != "{{"+m[1]+"}}" {
+				hint := ""
+				if s := suggest.Closest(m[1], oraclePlaceholders); s != "" {
+					hint = "; did you mean {{" + s + "}}?"
+				}
+				t.errorf(t.posOf(p), "%s: %s is not a placeholder the oracle renders (it reads once per tenant and fills {{tenant}} and {{token}}, the tenant's bearer token)%s", t.where(p), m[0], hint)
+				continue
+			}
+			used = true
+			if m[1] == "token" && token == "" {
+				token = p
+			}
+		}
+	}
+	if in, _ := t.str("/endpoint/tenant/in"); token != "" && in != "" && in != TenantInToken && !t.has("/endpoint/tokens") {
+		t.errorf(t.posOf(token), "%s: {{token}} is the tenant's bearer token, and endpoint.tokens names none (tenant.in is %s); list them", t.where(token), in)
+	}
+	return used
+}
 
 // checkEffectPaths parses the oracle's JSONPath expressions (RFC 9535) as
 // the run will, so that a bad one fails here and not after the traffic.

@@ -25,8 +25,11 @@ func TestRetarget_MovesEffectsURLOnTheTargetOrigin(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
 		"http://127.0.0.1:8080/v1/effects?all=1": "http://127.0.0.1:9191/v1/effects?all=1",
-		"http://127.0.0.1:7000/effects":          "http://127.0.0.1:7000/effects",
-		"http://localhost:8080/effects":          "http://localhost:8080/effects",
+		// Placeholders stay as written, to be rendered per tenant.
+		"http://127.0.0.1:8080/customers/{{tenant}}/orders?as={{tenant}}": "http://127.0.0.1:9191/customers/{{tenant}}/orders?as={{tenant}}",
+		"http://127.0.0.1:8080":         "http://127.0.0.1:9191",
+		"http://127.0.0.1:7000/effects": "http://127.0.0.1:7000/effects",
+		"http://localhost:8080/effects": "http://localhost:8080/effects",
 	}
 	for from, want := range cases {
 		s, err := scenarios.Parse("s.yaml", []byte(strings.Replace(httpOracleScenario, "EFFECTS", from, 1)))

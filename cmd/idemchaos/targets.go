@@ -48,8 +48,15 @@ func moveOrigin(u, from, to string) (string, bool) {
 	if err1 != nil || err2 != nil || err3 != nil || origin(pu) != origin(pf) || pt.Host == "" {
 		return u, false
 	}
-	pu.Scheme, pu.Host = pt.Scheme, pt.Host
-	return pu.String(), true
+	// The path and query stay as written: re-encoding them would turn an
+	// http oracle's {{tenant}} into %7B%7Btenant%7D%7D, never rendered.
+	rest := u[strings.Index(u, "://")+3:]
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[i:]
+	} else {
+		rest = ""
+	}
+	return pt.Scheme + "://" + pt.Host + rest, true
 }
 
 func origin(u *url.URL) string {

@@ -113,3 +113,32 @@ func TestValidate_HelpHasExample(t *testing.T) {
 		t.Errorf("exit %d, help:\n%s", code, stdout)
 	}
 }
+
+// The command links every DSN form idemchaos defines: a SQLite or MySQL
+// DSN validates (a Go test that does not link their drivers refuses them,
+// testdata/bad-yaml/effects-dsn-unlinked.yaml), and an unknown scheme or a
+// malformed DSN is refused at its file:line:col.
+func TestValidate_DSNSchemes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	scenario := func(name, dsn string) string {
+		return writeFile(t, dir, name+".yaml", "target: {url: http://127.0.0.1:8080}\neffects:\n  oracle: sql\n  dsn: "+dsn+"\n  query: SELECT tenant, key, id FROM orders\n")
+	}
+	for _, dsn := range []string{"sqlite:orders.sqlite", "mysql://app:secret@127.0.0.1:3306/orders", "postgres://postgres@127.0.0.1/orders", "host=127.0.0.1 dbname=orders"} {
+		f := scenario("good", "'"+dsn+"'")
+		if code, _, stderr := runMain(t, "validate", f); code != 0 {
+			t.Errorf("%s: exit %d\n%s", dsn, code, stderr)
+		}
+	}
+	for dsn, want := range map[string]string{
+		"oracle://scott@127.0.0.1/orders": `:4:8: effects.dsn: scheme "oracle" is not one idemchaos reads (mysql:, postgres:, postgresql:, sqlite:, key=value (postgres))`,
+		"mysql:///orders":                 ":4:8: effects.dsn: want mysql://user:password@host:port/database",
+		"sqlite:":                         ":4:8: effects.dsn: want sqlite:PATH (the database file)",
+	} {
+		f := scenario("bad", "'"+dsn+"'")
+		code, _, stderr := runMain(t, "validate", f)
+		if code != 3 || !strings.Contains(stderr, f+want) {
+			t.Errorf("%s: exit %d, want 3 and %q\n%s", dsn, code, f+want, stderr)
+		}
+	}
+}

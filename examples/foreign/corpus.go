@@ -11,14 +11,26 @@ type Case struct {
 	// service): a fingerprint the client does not control, b stuck in
 	// progress, c duplicate-key 500, d replay without Location, e burst
 	// after retention expiry, f loose payload comparison, g global key
-	// space, h replay from a second execution, i cached 5xx.
+	// space, h replay from a second execution, i cached 5xx; and issue 23's
+	// j check-then-insert on SQLite, k an upsert claim on MariaDB.
 	Class string
-	// Args are foreignsvc's flags (-dsn is added for Postgres cases).
+	// Command is the service's program and its first arguments when it is
+	// not cmd/foreignsvc (a service in another language): a program on
+	// PATH, then paths relative to the module root ("python3",
+	// "examples/foreign/orderdesk/orderdesk.py"). It must take --addr and
+	// print "listening on http://HOST:PORT" first on stdout.
+	Command []string
+	// Args are the service's flags (--addr is added, and DSNFlag with the
+	// database's address when it needs one).
 	Args []string
 	// Scenario is the scenario file, relative to the module root.
 	Scenario string
-	// Postgres says the service needs a database of its own.
-	Postgres bool
+	// Database is the database the service needs of its own: Postgres,
+	// MariaDB or SQLite ("" for none).
+	Database DatabaseKind
+	// DSNFlag is the flag the service takes its database with (default
+	// -dsn).
+	DSNFlag string
 	// Expect is the invariant that must be violated ("" = clean).
 	Expect string
 	// Cause is a phrase the violation's cause must contain (lower case;
@@ -28,10 +40,23 @@ type Case struct {
 	Flaw string
 }
 
+// DatabaseKind names the database a service keeps its data in.
+type DatabaseKind string
+
+// The databases of the corpus's services.
+const (
+	Postgres DatabaseKind = "postgres"
+	MariaDB  DatabaseKind = "mariadb"
+	SQLite   DatabaseKind = "sqlite" // a file made by the corpus, no server
+)
+
 // Correct says the case is a correct service, which must be clean.
 func (c Case) Correct() bool { return c.Expect == "" }
 
 const dir = "examples/foreign/"
+
+// orderdesk is the Python service's command line.
+var orderdesk = []string{"python3", dir + "orderdesk/orderdesk.py"}
 
 // Cases lists the corpus: the correct services first, then one flawed
 // service per class.
@@ -43,8 +68,14 @@ func Cases() []Case {
 			Scenario: dir + "ledger/late-retries.yaml"},
 		{Name: "shopfront", Team: "shopfront", Args: []string{"-svc", "shopfront"},
 			Scenario: dir + "shopfront/scenario.yaml"},
-		{Name: "accounts", Team: "accounts", Args: []string{"-svc", "accounts"}, Postgres: true,
+		{Name: "accounts", Team: "accounts", Args: []string{"-svc", "accounts"}, Database: Postgres,
 			Scenario: dir + "accounts/scenario.yaml"},
+		{Name: "orderdesk", Team: "orderdesk", Command: orderdesk, Database: SQLite, DSNFlag: "--db",
+			Scenario: dir + "orderdesk/scenario.yaml"},
+		{Name: "orderdesk-listing", Team: "orderdesk", Command: orderdesk, Database: SQLite, DSNFlag: "--db",
+			Scenario: dir + "orderdesk/listing.yaml"},
+		{Name: "stockroom", Team: "stockroom", Args: []string{"-svc", "stockroom"}, Database: MariaDB,
+			Scenario: dir + "stockroom/scenario.yaml"},
 
 		{Name: "ledger-fingerprint-clock", Team: "ledger", Class: "a",
 			Args:     []string{"-svc", "ledger", "-fingerprint-command"},
@@ -54,7 +85,7 @@ func Cases() []Case {
 			Args:     []string{"-svc", "ledger", "-complete-on-200-only"},
 			Scenario: dir + "ledger/scenario.yaml", Expect: "eventually-decided", Cause: "never completed|completion is never written",
 			Flaw: "a record is finished only on 200 OK; creates answer 201, so every retry gets 409 forever"},
-		{Name: "accounts-duplicate-500", Team: "accounts", Class: "c", Postgres: true,
+		{Name: "accounts-duplicate-500", Team: "accounts", Class: "c", Database: Postgres,
 			Args:     []string{"-svc", "accounts", "-select-then-insert"},
 			Scenario: dir + "accounts/scenario.yaml", Expect: "in-flight-conflict", Cause: "duplicate-key error",
 			Flaw: "select, then insert the record in the order's transaction: a copy in flight fails on the primary key and gets 500"},
@@ -70,7 +101,7 @@ func Cases() []Case {
 			Args:     []string{"-svc", "shopfront", "-fingerprint-parsed"},
 			Scenario: dir + "shopfront/scenario.yaml", Expect: "reuse-rejected", Cause: "too loose",
 			Flaw: `the parsed order is compared: "qty":1, "qty":"1" and "qty":true are the same request`},
-		{Name: "accounts-global-keys", Team: "accounts", Class: "g", Postgres: true,
+		{Name: "accounts-global-keys", Team: "accounts", Class: "g", Database: Postgres,
 			Args:     []string{"-svc", "accounts", "-key-only-index"},
 			Scenario: dir + "accounts/scenario.yaml", Expect: "reuse-rejected", Cause: "scope",
 			Flaw: "records are unique by key alone: another account's request with the same key gets 417"},
@@ -82,6 +113,14 @@ func Cases() []Case {
 			Args:     []string{"-svc", "ledger", "-fail-every", "5", "-cache-errors"},
 			Scenario: dir + "ledger/scenario.yaml", Expect: "eventually-decided", Cause: "5xx",
 			Flaw: "a gateway failure's 503 is stored and replayed forever, although a retry would succeed"},
+		{Name: "orderdesk-check-then-insert", Team: "orderdesk", Class: "j", Command: orderdesk, Database: SQLite, DSNFlag: "--db",
+			Args:     []string{"--check-then-insert"},
+			Scenario: dir + "orderdesk/scenario.yaml", Expect: "exactly-once", Cause: "not atomic",
+			Flaw: "the key is looked up, the order written and the key recorded in three transactions: copies that arrive together all write an order"},
+		{Name: "stockroom-upsert-claim", Team: "stockroom", Class: "k", Database: MariaDB,
+			Args:     []string{"-svc", "stockroom", "-upsert-claim"},
+			Scenario: dir + "stockroom/scenario.yaml", Expect: "exactly-once", Cause: "not atomic",
+			Flaw: "the claim is an upsert whose affected-row count (2 for an updated duplicate) is read as 'new key': every retry places another order"},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/examples/foreign"
+	"github.com/idemchaos/idemchaos/harness/mariadbtest"
 	"github.com/idemchaos/idemchaos/harness/pgtest"
 )
 
@@ -54,7 +55,17 @@ func TestCorpus(t *testing.T) {
 	for _, c := range foreign.Cases() {
 		t.Run(c.Name, func(t *testing.T) {
 			e := foreign.Env{Bin: bin, Root: root, HistoryDir: hist,
-				Database: func(context.Context, string) (string, func(), error) { return pgtest.Database(t), func() {}, nil }}
+				Database: func(_ context.Context, kind foreign.DatabaseKind, _ string) (foreign.DB, func(), error) {
+					switch kind {
+					case foreign.Postgres:
+						dsn := pgtest.Database(t)
+						return foreign.DB{Service: dsn, Oracle: dsn}, func() {}, nil
+					case foreign.MariaDB:
+						db := mariadbtest.Database(t)
+						return foreign.DB{Service: db.DSN, Oracle: db.URL}, func() {}, nil
+					}
+					return foreign.DB{}, nil, fmt.Errorf("no %s database here", kind)
+				}}
 			results, err := e.Run(ctx, c, seeds, nil)
 			if err != nil {
 				table = append(table, fmt.Sprintf("%-30s %-5s %-20s error: %s", c.Name, c.Class, expectName(c), firstLine(err.Error())))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,15 +50,26 @@ type Service struct {
 	done   chan struct{}
 }
 
-// Start runs bin with the case's service arguments (and -dsn when dsn is
-// set) as a separate process on a free loopback port, and returns once it
+// Start runs the case's service as a separate process on a free loopback
+// port: bin (cmd/foreignsvc) with the case's arguments, or the case's own
+// Command run from root (the module root), with --addr, the case's Args
+// and, when dsn is set, its DSNFlag and dsn. It returns once the service
 // accepts connections. The process dies with its parent.
-func Start(ctx context.Context, bin string, c Case, dsn string) (*Service, error) {
-	args := append([]string{"-addr", "127.0.0.1:0"}, c.Args...)
+func Start(ctx context.Context, bin, root string, c Case, dsn string) (*Service, error) {
+	args := append([]string{"--addr", "127.0.0.1:0"}, c.Args...)
 	if dsn != "" {
-		args = append(args, "-dsn", dsn)
+		flag := c.DSNFlag
+		if flag == "" {
+			flag = "-dsn"
+		}
+		args = append(args, flag, dsn)
 	}
-	cmd := exec.Command(bin, args...)
+	prog := bin
+	if len(c.Command) > 0 {
+		prog, args = c.Command[0], append(slices.Clone(c.Command[1:]), args...)
+	}
+	cmd := exec.Command(prog, args...)
+	cmd.Dir = root
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -137,12 +137,20 @@ type Env struct {
 	Bin string
 	// Root is the module root (see [ModuleRoot]).
 	Root string
-	// Database returns a fresh database's DSN for a Postgres case, and a
-	// function that drops it.
-	Database func(ctx context.Context, name string) (string, func(), error)
+	// Database returns a fresh database of a server kind (Postgres,
+	// MariaDB) for a case, and a function that drops it. SQLite files are
+	// made by [Env.Run] itself.
+	Database func(ctx context.Context, kind DatabaseKind, name string) (DB, func(), error)
 	// HistoryDir keeps the runs' histories ("" = the system temp dir).
 	HistoryDir string
 }
+
+// DB is one case's database: the address its service is given and the one
+// its scenario's oracle reads (${FOREIGN_DSN}), which differ where the
+// service's driver and idemchaos write addresses differently (MariaDB:
+// root@tcp(127.0.0.1:PORT)/db for go-sql-driver/mysql, mysql://… for
+// idemchaos; SQLite: a path, and sqlite:PATH).
+type DB struct{ Service, Oracle string }
 
 // envMu serialises scenario loading: the scenarios name the service's
 // address and database through environment variables.
@@ -168,30 +176,42 @@ func (e Env) LoadScenario(c Case, url, dsn string) (*scenarios.Scenario, error) 
 	return scenarios.Load(filepath.Join(e.Root, c.Scenario))
 }
 
+// database makes the case's database, if it needs one.
+func (e Env) database(ctx context.Context, c Case) (DB, func(), error) {
+	switch c.Database {
+	case "":
+		return DB{}, func() {}, nil
+	case SQLite:
+		dir, err := os.MkdirTemp("", "foreign-sqlite-")
+		if err != nil {
+			return DB{}, nil, err
+		}
+		path := filepath.Join(dir, c.Name+".sqlite")
+		return DB{Service: path, Oracle: "sqlite:" + path}, func() { _ = os.RemoveAll(dir) }, nil
+	}
+	if e.Database == nil {
+		return DB{}, nil, fmt.Errorf("%s needs %s and no database was given", c.Name, c.Database)
+	}
+	return e.Database(ctx, c.Database, c.Name)
+}
+
 // Run starts the case's service as its own process, runs its scenario once
 // per seed through idemchaos's Go API against it, stops it, and returns one
 // result per seed (each also passed to onSeed as it comes, when not nil).
 // An error means the case could not run at all (the service did not start,
 // the scenario is invalid, the environment failed).
 func (e Env) Run(ctx context.Context, c Case, seeds []int64, onSeed func(SeedResult)) ([]SeedResult, error) {
-	dsn := ""
-	if c.Postgres {
-		if e.Database == nil {
-			return nil, fmt.Errorf("%s needs Postgres and no database was given", c.Name)
-		}
-		d, drop, err := e.Database(ctx, c.Name)
-		if err != nil {
-			return nil, err
-		}
-		dsn = d
-		defer drop()
+	db, drop, err := e.database(ctx, c)
+	if err != nil {
+		return nil, err
 	}
-	svc, err := Start(ctx, e.Bin, c, dsn)
+	defer drop()
+	svc, err := Start(ctx, e.Bin, e.Root, c, db.Service)
 	if err != nil {
 		return nil, err
 	}
 	defer svc.Stop()
-	s, err := e.LoadScenario(c, svc.URL, dsn)
+	s, err := e.LoadScenario(c, svc.URL, db.Oracle)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}

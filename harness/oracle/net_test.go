@@ -109,7 +109,7 @@ func TestHTTP_RedirectOffTheMachineRefused(t *testing.T) {
 		http.Redirect(w, r, "http://192.0.2.1:9/effects", http.StatusFound)
 	}))
 	defer srv.Close()
-	_, err := oracle.HTTP(srv.URL+"/effects", "$[*]", "$.t", "$.k", "$.id").Effects(context.Background())
+	_, err := oracle.HTTP(oracle.HTTPConfig{URL: srv.URL + "/effects", Items: "$[*]", Tenant: "$.t", Key: "$.k", ID: "$.id"}).Effects(context.Background())
 	if !errors.Is(err, addrgate.ErrNotLoopback) || !strings.Contains(err.Error(), "effects.url (redirected to http://192.0.2.1:9/effects)") {
 		t.Fatalf("%v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -129,73 +128,6 @@ func waitDrained(ctx context.Context, dsn string, limit time.Duration) error {
 		}
 		wait = min(wait*2, 200*time.Millisecond)
 	}
-}
-
-// SQL returns an oracle that runs query on dsn; each row is tenant, key and
-// effect id (and optionally a fourth column: the kind). Its connection goes
-// through the [Net] of [Through] (default: loopback only), every host of
-// the DSN checked before the first is tried.
-func SQL(dsn, query string, opts ...Option) Oracle {
-	return sqlOracle{dsn: dsn, query: query, net: netFor("effects.dsn", opts)}
-}
-
-type sqlOracle struct {
-	dsn, query string
-	net        Net
-}
-
-func (o sqlOracle) Effects(ctx context.Context) ([]history.Effect, error) {
-	r, err := o.read(ctx)
-	return r.Effects, err
-}
-
-func (o sqlOracle) read(ctx context.Context) (Reading, error) {
-	r := Reading{Source: "query " + clip(oneLine(o.query), maxGot)}
-	fx, err := o.rows(ctx)
-	r.Effects = fx
-	if err == nil && len(fx) == 0 {
-		r.Got = "0 rows"
-	}
-	return r, err
-}
-
-// oneLine is a query on one line, its whitespace collapsed.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func (o sqlOracle) rows(ctx context.Context) ([]history.Effect, error) {
-	conn, err := connect(ctx, o.net, o.dsn)
-	if err != nil {
-		return nil, fmt.Errorf("%w: connect: %w", ErrOracle, err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	// The simple protocol: one round trip, and any query the user wrote.
-	rows, err := conn.Query(ctx, o.query, pgx.QueryExecModeSimpleProtocol)
-	if err != nil {
-		return nil, fmt.Errorf("%w: query: %w", ErrOracle, err)
-	}
-	defer rows.Close()
-	var out []history.Effect
-	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			return nil, fmt.Errorf("%w: row: %w", ErrOracle, err)
-		}
-		if len(vals) < 3 {
-			return nil, fmt.Errorf("%w: the query must return tenant, key and effect id (got %d columns)", ErrOracle, len(vals))
-		}
-		e := history.Effect{Tenant: text(vals[0]), Key: text(vals[1]), ID: text(vals[2])}
-		if len(vals) > 3 {
-			e.Kind = text(vals[3])
-		}
-		if e.Kind == "" {
-			e.Kind = kindOf(e.ID)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrOracle, err)
-	}
-	return out, nil
 }
 
 func text(v any) string {

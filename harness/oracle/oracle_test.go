@@ -82,14 +82,14 @@ func TestHTTP_PicksFieldsByPath(t *testing.T) {
 		fmt.Fprint(w, `{"data":{"effects":[{"tenant":"t1","meta":{"key":"k1"},"id":"order 5"},{"tenant":"t2","meta":{"key":"k2"},"id":6}]}}`)
 	}))
 	defer srv.Close()
-	fx, err := oracle.HTTP(srv.URL, "$.data.effects[*]", "$.tenant", "$.meta.key", "$.id").Effects(context.Background())
+	fx, err := oracle.HTTP(oracle.HTTPConfig{URL: srv.URL, Items: "$.data.effects[*]", Tenant: "$.tenant", Key: "$.meta.key", ID: "$.id"}).Effects(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(fx); got != "t1/k1/order/order 5 t2/k2/effect/6" {
 		t.Fatalf("got %s", got)
 	}
-	if _, err := oracle.HTTP(srv.URL, "$.data.nope[*]", "$.tenant", "", "$.id").Effects(context.Background()); !errors.Is(err, oracle.ErrOracle) {
+	if _, err := oracle.HTTP(oracle.HTTPConfig{URL: srv.URL, Items: "$.data.nope[*]", Tenant: "$.tenant", Key: "", ID: "$.id"}).Effects(context.Background()); !errors.Is(err, oracle.ErrOracle) {
 		t.Fatalf("a missing items path: %v", err)
 	}
 }

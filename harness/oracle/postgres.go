@@ -5,21 +5,13 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemchaos/idemchaos/internal/addrgate"
 )
-
-// The sql oracle's DSNs are Postgres's: postgres:// and postgresql:// URLs
-// (several hosts: postgres://a:5432,b:5433/db) and key=value strings
-// (host=a,b port=5432,5433; PGHOST and the other libpq variables fill what
-// a DSN leaves out). The gate learns their hosts from pgconn's own parser,
-// so it checks exactly what a connection would try.
-func init() {
-	addrgate.RegisterDSN(addrgate.DSNForm{Name: "postgres", Schemes: []string{"postgres", "postgresql"}, Keywords: true, Endpoints: pgEndpoints})
-}
 
 // pgEndpoints lists every host a connection with dsn may try: the first
 // and each fallback (pgconn falls back to the next host, and to the same
@@ -52,17 +44,20 @@ func endpointsOf(cfg *pgconn.Config) []addrgate.Endpoint {
 	return out
 }
 
-// connect opens a connection with dsn through n: every host the DSN names
-// is looked up through n before the first is tried (a later host is tried
-// when an earlier one fails, so each must pass), each once, and pgconn
-// then dials the addresses n returned.
-func connect(ctx context.Context, n Net, dsn string) (*pgx.Conn, error) {
+// connConfig is dsn's configuration with its connections through n: every
+// host the DSN names is looked up through n before the first is tried (a
+// later host is tried when an earlier one fails, so each must pass), each
+// once, and pgconn then dials the addresses n returned.
+func connConfig(ctx context.Context, n Net, dsn string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
+	var mu sync.Mutex
 	looked := map[string][]string{}
 	lookup := func(ctx context.Context, host string) ([]string, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		if addrs, ok := looked[host]; ok {
 			return addrs, nil
 		}
@@ -84,5 +79,5 @@ func connect(ctx context.Context, n Net, dsn string) (*pgx.Conn, error) {
 	}
 	cfg.LookupFunc = lookup
 	cfg.DialFunc = n.DialContext
-	return pgx.ConnectConfig(ctx, cfg)
+	return cfg, nil
 }

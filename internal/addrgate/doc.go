@@ -33,7 +33,8 @@
 //     pgconn and other clients), [Gate.HTTPClient], [Gate.PinURL],
 //     [Gate.ListenAddr], [Gate.Listen], [Gate.CheckDSN].
 //   - [Resolver]: the DNS lookup used only with --allow-remote.
-//   - [DSNForm], [Endpoint], [RegisterDSN], [Endpoints]: the forms of
+//   - [DSNForm], [Endpoint], [RegisterDSN], [Endpoints], [Scheme],
+//     [CheckDSNForm] (validation: a linked form parses it): the forms of
 //     database DSN (each driver registers how to list the hosts of its
 //     DSNs; Postgres's is registered by the sql oracle).
 //   - [Published], [PublishIP], [DockerHost]: the addresses docker publishes

@@ -75,6 +75,9 @@ func formOf(dsn string) (*DSNForm, error) {
 		if f := dsnForms.byScheme[scheme]; f != nil {
 			return f, nil
 		}
+		if pkg, ok := definedBy[scheme]; ok {
+			return nil, unlinked(scheme, pkg)
+		}
 		return nil, fmt.Errorf("scheme %q is not one idemchaos reads (%s)", scheme, knownSchemes())
 	}
 	if dsnForms.keywords != nil {
@@ -109,7 +112,7 @@ func knownSchemes() string {
 		out = append(out, "key=value ("+dsnForms.keywords.Name+")")
 	}
 	if len(out) == 0 {
-		return "none registered"
+		return "none linked; idemchaos defines mysql:, postgres:, postgresql:, sqlite:"
 	}
 	return strings.Join(out, ", ")
 }

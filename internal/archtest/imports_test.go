@@ -28,23 +28,27 @@ var infra = []string{"internal/pgcluster", "internal/runenv", "internal/proc", "
 // rules is ARCHITECTURE.md's table. Test files may import more (a test of
 // the harness may load scenarios from disk); the rules are for the code.
 var rules = map[string]rule{
-	"history":        {},
-	"checkers":       {may: []string{"history"}, stdlibOnly: true},
-	"faults":         {may: []string{"internal/ctxwait"}},
-	"scenarios":      {may: []string{"checkers", "faults", "internal/suggest", "internal/addrgate"}},
-	"reference":      {may: []string{"internal/suggest"}},
-	"harness/driver": {may: []string{"history", "internal/ctxwait"}},
-	"harness/oracle": {may: []string{"history", "reference", "internal/addrgate"}},
-	"harness/pgtest": {may: []string{"internal/pgcluster", "internal/runenv"}},
+	"history":               {},
+	"checkers":              {may: []string{"history"}, stdlibOnly: true},
+	"faults":                {may: []string{"internal/ctxwait"}},
+	"scenarios":             {may: []string{"checkers", "faults", "internal/suggest", "internal/addrgate"}},
+	"reference":             {may: []string{"internal/suggest"}},
+	"harness/driver":        {may: []string{"history", "internal/ctxwait"}},
+	"harness/oracle":        {may: []string{"history", "reference", "internal/addrgate"}},
+	"harness/pgtest":        {may: []string{"internal/pgcluster", "internal/runenv"}},
+	"harness/oracle/mysql":  {may: []string{"harness/oracle"}},
+	"harness/oracle/sqlite": {may: []string{"harness/oracle"}},
+	"harness/mariadbtest":   {may: []string{"harness/pgtest", "internal/mariadb"}},
 	"harness": {may: append([]string{"checkers", "faults", "harness/driver", "harness/oracle", "harness/internal/sut", "history", "reference", "scenarios",
 		"internal/env", "internal/netaddr", "internal/addrgate"}, infra...)},
 	"harness/internal/sut":             {may: []string{"faults", "scenarios", "internal/addrgate", "internal/proxy"}},
 	"harness/docker":                   {may: []string{"faults", "reference", "scenarios", "harness/internal/sut", "internal/dockerenv", "internal/proxy"}},
 	"report":                           {may: []string{"checkers", "harness", "history"}},
-	"cmd/idemchaos":                    {may: []string{"checkers", "harness", "harness/docker", "history", "reference", "report", "scenarios", "cmd/idemchaos/internal/...", "internal/dockerenv", "internal/netaddr", "internal/addrgate"}},
+	"cmd/idemchaos":                    {may: []string{"checkers", "harness", "harness/docker", "harness/oracle/mysql", "harness/oracle/sqlite", "history", "reference", "report", "scenarios", "cmd/idemchaos/internal/...", "internal/dockerenv", "internal/netaddr", "internal/addrgate"}},
 	"internal/env":                     {may: append([]string{"internal/netaddr", "internal/addrgate"}, infra...)},
 	"internal/dockerenv":               {may: []string{"internal/pgcluster", "internal/proxy", "internal/runenv", "internal/netaddr", "internal/addrgate"}},
 	"internal/pgcluster":               {may: []string{"internal/runenv", "internal/netaddr"}},
+	"internal/mariadb":                 {may: []string{"internal/runenv", "internal/netaddr"}},
 	"internal/runenv":                  {},
 	"internal/proc":                    {},
 	"internal/proxy":                   {},
@@ -66,10 +70,10 @@ var rules = map[string]rule{
 	"cmd/idemchaos/internal/leftover":  {may: []string{"internal/runenv", "internal/dockerenv"}},
 	"internal/refbench":                {may: []string{"reference"}},
 	"cmd/idemchaos/internal/bench": {may: append([]string{"checkers", "harness", "harness/docker", "harness/driver", "history", "scenarios", "internal/env", "internal/dockerenv",
-		"internal/histgen", "cmd/idemchaos/internal/partcheck", "internal/refbench", "examples/foreign"}, infra...)},
+		"internal/histgen", "cmd/idemchaos/internal/partcheck", "internal/refbench", "internal/mariadb", "examples/foreign"}, infra...)},
 	// A sample service uses only what a user of the module could: the
 	// public packages, never internal ones.
-	"examples/...": {may: []string{"examples/...", "harness", "harness/pgtest", "checkers", "scenarios", "history"}},
+	"examples/...": {may: []string{"examples/...", "harness", "harness/pgtest", "harness/mariadbtest", "harness/oracle/mysql", "harness/oracle/sqlite", "checkers", "scenarios", "history"}},
 }
 
 // stdlib says whether an import path is the standard library's: its first

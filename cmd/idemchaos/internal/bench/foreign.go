@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/examples/foreign"
+	"github.com/idemchaos/idemchaos/internal/mariadb"
 	"github.com/idemchaos/idemchaos/internal/pgcluster"
 )
 
@@ -58,26 +59,47 @@ func (b *bench) foreign(ctx context.Context) error {
 	}
 	e := foreign.Env{Bin: bin, Root: root, HistoryDir: b.opts.HistoryDir}
 	var cluster *pgcluster.Cluster
+	var maria *mariadb.Server
 	defer func() {
 		if cluster != nil {
 			_ = cluster.Close(context.WithoutCancel(ctx))
 		}
+		if maria != nil {
+			_ = maria.Close(context.WithoutCancel(ctx))
+		}
 	}()
 	var dbSeq atomic.Int64
-	e.Database = func(ctx context.Context, name string) (string, func(), error) {
-		if cluster == nil {
-			c, err := pgcluster.Start(ctx, pgcluster.Config{})
-			if err != nil {
-				return "", nil, err
-			}
-			cluster = c
-		}
+	e.Database = func(ctx context.Context, kind foreign.DatabaseKind, name string) (foreign.DB, func(), error) {
 		db := fmt.Sprintf("foreign_%d_%s", dbSeq.Add(1), nonIdent.ReplaceAllString(name, "_"))
-		dsn, err := cluster.CreateDatabase(ctx, db)
-		if err != nil {
-			return "", nil, err
+		switch kind {
+		case foreign.Postgres:
+			if cluster == nil {
+				c, err := pgcluster.Start(ctx, pgcluster.Config{})
+				if err != nil {
+					return foreign.DB{}, nil, err
+				}
+				cluster = c
+			}
+			dsn, err := cluster.CreateDatabase(ctx, db)
+			if err != nil {
+				return foreign.DB{}, nil, err
+			}
+			return foreign.DB{Service: dsn, Oracle: dsn}, func() { _ = cluster.DropDatabase(context.WithoutCancel(ctx), db) }, nil
+		case foreign.MariaDB:
+			if maria == nil {
+				s, err := mariadb.Start(ctx, mariadb.Config{})
+				if err != nil {
+					return foreign.DB{}, nil, err
+				}
+				maria = s
+			}
+			url, err := maria.CreateDatabase(ctx, db)
+			if err != nil {
+				return foreign.DB{}, nil, err
+			}
+			return foreign.DB{Service: maria.DriverDSN(db), Oracle: url}, func() { _ = maria.DropDatabase(context.WithoutCancel(ctx), db) }, nil
 		}
-		return dsn, func() { _ = cluster.DropDatabase(context.WithoutCancel(ctx), db) }, nil
+		return foreign.DB{}, nil, fmt.Errorf("no %s database in the bench", kind)
 	}
 	res := &ForeignResult{}
 	b.rep.Foreign = res

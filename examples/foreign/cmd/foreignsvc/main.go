@@ -4,6 +4,7 @@
 //	foreignsvc -svc ledger [-retention 24h] [-fail-every 0] [-cache-errors] [-complete-on-200-only] [-fingerprint-command] [-replay-body-only]
 //	foreignsvc -svc shopfront [-ttl 24h] [-fingerprint-parsed] [-replay-by-rerun]
 //	foreignsvc -svc accounts -dsn postgres://... [-select-then-insert] [-key-only-index]
+//	foreignsvc -svc stockroom -dsn 'root@tcp(127.0.0.1:3306)/stock' [-upsert-claim]
 //
 // It listens on -addr (default a free loopback port) and prints
 // "listening on http://HOST:PORT" on stdout once it accepts connections.
@@ -25,6 +26,7 @@ import (
 	"github.com/idemchaos/idemchaos/examples/foreign/accounts"
 	"github.com/idemchaos/idemchaos/examples/foreign/ledger"
 	"github.com/idemchaos/idemchaos/examples/foreign/shopfront"
+	"github.com/idemchaos/idemchaos/examples/foreign/stockroom"
 )
 
 func main() {
@@ -36,7 +38,7 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("foreignsvc", flag.ContinueOnError)
-	svc := fs.String("svc", "", "the service: ledger, shopfront or accounts")
+	svc := fs.String("svc", "", "the service: ledger, shopfront, accounts or stockroom")
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	var lo ledger.Options
 	fs.DurationVar(&lo.Retention, "retention", 0, "ledger: how long keys are kept (default 24h)")
@@ -50,9 +52,11 @@ func run(args []string) error {
 	fs.BoolVar(&so.FingerprintParsed, "fingerprint-parsed", false, "shopfront: compare the parsed order")
 	fs.BoolVar(&so.ReplayByRerun, "replay-by-rerun", false, "shopfront: rebuild replays by re-running the handler")
 	var ao accounts.Options
-	dsn := fs.String("dsn", os.Getenv("ACCOUNTS_DSN"), "accounts: Postgres DSN (env ACCOUNTS_DSN)")
+	dsn := fs.String("dsn", os.Getenv("ACCOUNTS_DSN"), "accounts: Postgres DSN (env ACCOUNTS_DSN); stockroom: MariaDB DSN (user@tcp(host:port)/db)")
 	fs.BoolVar(&ao.SelectThenInsert, "select-then-insert", false, "accounts: the first release's claim")
 	fs.BoolVar(&ao.KeyOnlyIndex, "key-only-index", false, "accounts: records unique by key alone")
+	var ro stockroom.Options
+	fs.BoolVar(&ro.UpsertClaim, "upsert-claim", false, "stockroom: the first release's upsert claim")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,8 +78,18 @@ func run(args []string) error {
 		if h, err = accounts.New(context.WithoutCancel(ctx), *dsn, ao); err != nil {
 			return err
 		}
+	case "stockroom":
+		if *dsn == "" {
+			return errors.New("stockroom needs -dsn")
+		}
+		handler, closeDB, err := stockroom.New(context.WithoutCancel(ctx), *dsn, ro)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		h = handler
 	default:
-		return fmt.Errorf("unknown -svc %q (ledger, shopfront or accounts)", *svc)
+		return fmt.Errorf("unknown -svc %q (ledger, shopfront, accounts or stockroom)", *svc)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
