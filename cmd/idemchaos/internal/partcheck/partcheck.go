@@ -317,7 +317,7 @@ func Check(name string, o Options) (*Partial, error) {
 }
 
 // encode encodes a unit's results, step by step, for the merge.
-func encode(steps [][]checkers.Result, names []string) ([]partResult, error) {
+func encode(steps [][]checkers.Part, names []string) ([]partResult, error) {
 	var out []partResult
 	for k, res := range steps {
 		for j, r := range res {
@@ -360,7 +360,7 @@ func merge(parts []*Partial) (*Summary, checkers.Judgement, error) {
 		var merged []checkers.Result
 		for _, name := range first.Invariants {
 			// One checker's results decoded at a time.
-			var rs []checkers.Result
+			var rs []checkers.Part
 			for _, p := range parts {
 				for _, r := range p.results {
 					if r.name == name && r.step == k {
@@ -410,7 +410,7 @@ func twinsOf(ctx context.Context, parts []history.Part, q map[checkers.TwinScope
 // partition's own: its end, whether effects were recorded; interruption
 // and truncation are settled at the merge, so that no partition drops its
 // violations.
-func checkUnit(ctx context.Context, parts []history.Part, ordered bool, names []string, opts []checkers.Option, o Options, sp *history.Split) ([][]checkers.Result, checkers.Facts, error) {
+func checkUnit(ctx context.Context, parts []history.Part, ordered bool, names []string, opts []checkers.Option, o Options, sp *history.Split) ([][]checkers.Part, checkers.Facts, error) {
 	load := o.Contract.LoadOptions()
 	h, err := history.LoadParts(parts, ordered, load)
 	if err == nil {
@@ -439,13 +439,13 @@ func checkUnit(ctx context.Context, parts []history.Part, ordered bool, names []
 	if o.MaxTime > 0 {
 		c = checkers.WithDeadline(c, o.MaxTime)
 	}
-	steps := make([][]checkers.Result, h.StepCount())
+	steps := make([][]checkers.Part, h.StepCount())
 	for k := range steps {
 		p := h.Through(k)
 		// Detached, a result waiting for the merge does not keep the
 		// partition's history alive: without it, every partition checked
 		// so far stays in memory.
-		res := checkers.Leaves(c.Check(p, p.Effects))
+		res := checkers.CheckParts(c, p, p.Effects)
 		for i := range res {
 			res[i] = checkers.Detach(res[i], opts...)
 		}
