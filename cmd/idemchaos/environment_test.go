@@ -278,6 +278,33 @@ func TestRun_SilentTargetIsAnEnvironmentError(t *testing.T) {
 	assertEnvironmentHistory(t, hist, "answered none of the run's")
 }
 
+// TestRun_SeedsStopAtAnEnvironmentError: --seeds 1-4 against a target that
+// answers nothing. Every seed met the same silent target and waited out its
+// retries; the sweep stops after the first, saying how many pairs were not
+// run, and the JSON report holds the one run, exit 3.
+func TestRun_SeedsStopAtAnEnvironmentError(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	dir := t.TempDir()
+	s := writeFile(t, dir, "s.yaml", "target: {url: http://127.0.0.1:9}\neffects: {oracle: none}\n"+smallTraffic)
+	code, stdout, stderr := runMain(t, "run", "-s", s, "--target", "http://"+ln.Addr().String(), "--seeds", "1-4",
+		"--history", filepath.Join(dir, "h"), "--reruns", "0", "--shrink=false", "--json")
+	var rep struct {
+		Verdict string            `json:"verdict"`
+		Runs    []json.RawMessage `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("JSON report: %v\n%s\n%s", err, stdout, stderr)
+	}
+	if code != ExitUsage || rep.Verdict != "environment-error" || len(rep.Runs) != 1 || !strings.Contains(stderr, "3 of 4 scenario × seed pairs not run") {
+		t.Fatalf("exit %d, verdict %s, %d runs; want 3, environment-error, 1 run and the pairs not run named\n%s", code, rep.Verdict, len(rep.Runs), stderr)
+	}
+}
+
 // TestRun_ServiceThatStoppedIsStillJudged: a service that answered some
 // attempts and then stopped answering is not the environment's fault: its
 // keys are judged (eventually-decided), as its goldens say.
