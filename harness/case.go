@@ -176,7 +176,13 @@ func judgeStep(t TB, where string, st Step, out *Outcome) (failed bool) {
 	}
 	switch {
 	case st.ExpectViolation != "":
-		if !violated(result, st.ExpectViolation) {
+		// Each violation is reported under the first step that saw it,
+		// which need not be the last.
+		seen := st.Check != nil && violated(result, st.ExpectViolation)
+		for _, so := range out.Steps {
+			seen = seen || (st.Check == nil && violated(so.Result, st.ExpectViolation))
+		}
+		if !seen {
 			errorf("%s: expected a %s violation, saw none (verdict %s, %d requests)\n%s", where, st.ExpectViolation, result.Verdict, out.Requests, replay)
 		}
 	case st.Check != nil:
