@@ -24,6 +24,10 @@ type outputFlags struct {
 	// dir makes --history a directory even for one run (a shard, whose
 	// siblings write theirs next to it).
 	dir bool
+	// seeds says the runs are one scenario set over many seeds (--seeds):
+	// the summary prints the failures and a tally per scenario, every
+	// run's line only with verbose (-v).
+	seeds, verbose bool
 }
 
 func (o *outputFlags) register(fl *pflag.FlagSet) {
@@ -145,6 +149,8 @@ func (o *outputFlags) write(cmd *cobra.Command, rep report.Report, outcomes []*h
 	} else {
 		if rep.Matrix != nil {
 			report.WriteMatrix(out, rep.Matrix)
+		} else if o.seeds {
+			report.WriteSeeds(out, rep, o.verbose)
 		} else {
 			report.WriteText(out, rep)
 		}
