@@ -133,9 +133,21 @@ func (c eventuallyDecided) check(ix *index) Part {
 			}
 		}
 		if decided >= 0 {
-			r.Violations = append(r.Violations, c.violation(h, s, ops, fmt.Sprintf("got its first definite answer only %s after its first attempt", time.Duration(decided-first).Round(time.Millisecond)), healed, stuck))
+			v := c.violation(h, s, ops, fmt.Sprintf("got its first definite answer only %s after its first attempt", time.Duration(decided-first).Round(time.Millisecond)), healed, stuck)
+			if stuck && faulted(h, "crash") {
+				// The record was taken over in the end: a lease, longer
+				// than the bound.
+				v.Cause = fmt.Sprintf("a 'processing' record whose holder died is taken over only when its lease expires, and that lease is longer than the scenario's decision bound: the takeover came %s after %s, the bound is %s; shorten the lease below the bound (or raise eventually-decided's bound if the service promises no better)",
+					time.Duration(decided-first).Round(time.Millisecond), sinceWhat(healed), c.cfg.contract.DecisionBound)
+			}
+			r.Violations = append(r.Violations, v)
 		} else {
-			r.Violations = append(r.Violations, c.violation(h, s, ops, fmt.Sprintf("was still undecided %s after its first attempt (answers: %s)", time.Duration(lastAsked-first).Round(time.Millisecond), answersOps(h, idx, ops)), healed, stuck))
+			v := c.violation(h, s, ops, fmt.Sprintf("was still undecided %s after its first attempt (answers: %s)", time.Duration(lastAsked-first).Round(time.Millisecond), answersOps(h, idx, ops)), healed, stuck)
+			if stuck && faulted(h, "crash") {
+				v.Cause = fmt.Sprintf("a 'processing' record whose holder died has no lease (no takeover in the %s the retries waited after %s, against a decision bound of %s), so it blocks every retry forever",
+					time.Duration(lastAsked-first).Round(time.Millisecond), sinceWhat(healed), c.cfg.contract.DecisionBound)
+			}
+			r.Violations = append(r.Violations, v)
 		}
 	}
 	r.t.undecidable, r.t.bound = undecidable, c.cfg.contract.DecisionBound
@@ -159,6 +171,15 @@ func settleEventuallyDecided(r Part, h *history.History) Part {
 // the keys that stopped early add up.
 func (eventuallyDecided) mergeParts(r Part, _ []Part, h *history.History) Part {
 	return settleEventuallyDecided(r, h)
+}
+
+// sinceWhat names the moment a key's clock started: the last heal, or its
+// first attempt.
+func sinceWhat(healed int64) string {
+	if healed > 0 {
+		return "the faults healed at " + at(healed)
+	}
+	return "its first attempt"
 }
 
 func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, what string, healed int64, stuck bool) Violation {
