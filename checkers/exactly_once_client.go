@@ -12,9 +12,8 @@ import (
 // more effects are a duplicate; none, for an intent its client reported
 // succeeded or the upstream acknowledged with a 2xx, a lost order. An
 // effect attributed to no intent is counted against none, and noted.
-func (c exactlyOnce) checkClient(ix *index, r Result) Result {
+func (c exactlyOnce) checkClient(ix *index, r Part) Part {
 	h, effects := ix.h, ix.effects
-	r.t.settle = settlePlain
 	unread := h.Meta.EffectsUnread
 	cv := ix.client()
 	var owner map[tenantKey]int32
