@@ -110,6 +110,20 @@ type Effect struct {
 	NS     int64
 }
 
+// Ack is one acknowledgement of a message its broker saw (an ack event).
+type Ack struct {
+	Tenant string
+	Key    string
+	Intent string
+	// Delivered is the broker's count of the message's deliveries when it
+	// was acknowledged (1: the first delivery).
+	Delivered int
+	// Term says the consumer terminated the message (no more deliveries)
+	// rather than acknowledging it: as final for a lost message.
+	Term bool
+	NS   int64
+}
+
 // History is a loaded history: every attempt with its outcome, every fault
 // and every effect, in the order they were recorded.
 type History struct {
@@ -117,6 +131,9 @@ type History struct {
 	Attempts []Attempt
 	Faults   []Fault
 	Effects  []Effect
+	// Acks are the consumers' acknowledgements the broker saw (ack
+	// events; consumer scenarios only).
+	Acks []Ack
 	// Truncated says the input ended mid-line: events may be missing.
 	Truncated bool
 	// Interrupted says why the run was cut short ("" when it was not): the
@@ -351,6 +368,8 @@ func (h *History) add(e *Event, l *loader) error {
 		}
 	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle:
 		h.addRun(e, l.attempts.n, l.effects.n)
+	case TypeAck:
+		h.Acks = append(h.Acks, Ack{Tenant: in.get(e.Tenant), Key: e.Key, Intent: e.Intent, Delivered: e.Attempt, Term: e.Kind == "term", NS: e.NS})
 	case TypeEffect:
 		h.EffectsKnown = true
 		l.effects.add(Effect{
