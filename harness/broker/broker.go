@@ -113,6 +113,11 @@ type Broker interface {
 	// Acks lists every acknowledgement the broker received so far, in
 	// the order received.
 	Acks(ctx context.Context) ([]Ack, error)
+	// OnAck sets the hook every ack on the consumers' link to the broker
+	// meets before the broker does (nil: none): it may block, holding that
+	// consumer's link, and false drops the ack and cuts the link — what a
+	// consumer killed after its effect and before its ack looks like.
+	OnAck(hook func(Ack) bool)
 	// Close stops the broker; its store stays in [Options.Dir] for the
 	// caller to remove.
 	Close(ctx context.Context) error

@@ -38,7 +38,7 @@ var rules = map[string]rule{
 	"harness/pgtest":        {may: []string{"internal/pgcluster", "internal/runenv"}},
 	"harness/oracle/mysql":  {may: []string{"harness/oracle"}},
 	"harness/oracle/sqlite": {may: []string{"harness/oracle"}},
-	"harness/broker":        {may: []string{"internal/addrgate"}},
+	"harness/broker":        {may: []string{"history", "internal/addrgate"}},
 	"harness/broker/nats":   {may: []string{"harness/broker", "internal/addrgate"}},
 	"harness/mariadbtest":   {may: []string{"harness/pgtest", "internal/mariadb"}},
 	"harness": {may: append([]string{"checkers", "faults", "harness/driver", "harness/oracle", "harness/internal/sut", "harness/broker", "history", "reference", "scenarios",

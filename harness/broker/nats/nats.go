@@ -74,6 +74,7 @@ type Broker struct {
 	js  jetstream.JetStream
 	url string
 	sub *natsgo.Subscription
+	hop *hop
 
 	mu   sync.Mutex
 	acks []broker.Ack
@@ -119,6 +120,10 @@ func Start(ctx context.Context, opts broker.Options) (*Broker, error) {
 		return nil, fmt.Errorf("nats: the embedded server was not ready within %v", readyWithin)
 	}
 	b := &Broker{srv: srv, url: "nats://" + srv.Addr().String()}
+	if b.hop, err = startHop(ctx, opts.Gate, srv.Addr().String()); err != nil {
+		srv.Shutdown()
+		return nil, fmt.Errorf("nats: consumer link: %w", err)
+	}
 	if err := b.connect(ctx, opts); err != nil {
 		_ = b.Close(context.WithoutCancel(ctx))
 		return nil, err
@@ -198,16 +203,32 @@ func (b *Broker) connect(ctx context.Context, opts broker.Options) error {
 	return nil
 }
 
-// sawAck records one ack a consumer sent: its subject is the reply
+// sawAck records one ack the server received: its subject is the reply
 // subject the broker gave the delivery, $JS.ACK.<stream>.<consumer>.
 // <delivered>.<stream seq>.<consumer seq>.<time>.<pending> (v1), or with
 // <domain>.<account hash> before the stream (v2).
 func (b *Broker) sawAck(m *natsgo.Msg) {
-	kind := ackKind(m.Data)
-	if kind == "" {
-		return // a nak or "in progress" is no ack
+	a, ok := parseAck(m.Subject, m.Data)
+	if !ok {
+		if ackKind(m.Data) != "" && strings.Contains(m.Subject, "."+Stream+"."+Consumer+".") {
+			b.fail(fmt.Errorf("nats: ack subject %q: want $JS.ACK.<stream>.<consumer>.<delivered>.<seq>...", m.Subject))
+		}
+		return
 	}
-	tok := strings.Split(m.Subject, ".")
+	a.At = time.Now()
+	b.mu.Lock()
+	b.acks = append(b.acks, a)
+	b.mu.Unlock()
+}
+
+// parseAck reads an ack of the run's consumer from its subject and body;
+// false for anything else (another consumer's, a nak, "in progress").
+func parseAck(subject string, data []byte) (broker.Ack, bool) {
+	kind := ackKind(data)
+	if kind == "" {
+		return broker.Ack{}, false
+	}
+	tok := strings.Split(subject, ".")
 	var i int
 	switch {
 	case len(tok) == 9:
@@ -215,21 +236,17 @@ func (b *Broker) sawAck(m *natsgo.Msg) {
 	case len(tok) >= 11:
 		i = 4
 	default:
-		b.fail(fmt.Errorf("nats: ack subject %q: want $JS.ACK.<stream>.<consumer>.<delivered>.<seq>...", m.Subject))
-		return
+		return broker.Ack{}, false
 	}
 	if tok[i] != Stream || tok[i+1] != Consumer {
-		return
+		return broker.Ack{}, false
 	}
 	dc, err1 := strconv.ParseUint(tok[i+2], 10, 64)
 	seq, err2 := strconv.ParseUint(tok[i+3], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		b.fail(fmt.Errorf("nats: ack subject %q: %w", m.Subject, err))
-		return
+	if err1 != nil || err2 != nil {
+		return broker.Ack{}, false
 	}
-	b.mu.Lock()
-	b.acks = append(b.acks, broker.Ack{Seq: seq, Delivered: dc, Kind: kind, At: time.Now()})
-	b.mu.Unlock()
+	return broker.Ack{Seq: seq, Delivered: dc, Kind: kind}, true
 }
 
 // ackKind reads an ack's body as the server does: empty or +ACK (and +NXT,
@@ -260,11 +277,17 @@ func (b *Broker) Kind() string { return Kind }
 // URL is the server's nats:// URL on loopback.
 func (b *Broker) URL() string { return b.url }
 
-// Env is what a consumer is started with: the URL, stream, subject and
+// Env is what a consumer is started with: the URL of its link to the
+// server (the hop that [Broker.OnAck] watches), the stream, subject and
 // durable consumer names.
 func (b *Broker) Env() map[string]string {
-	return map[string]string{EnvURL: b.url, EnvStream: Stream, EnvSubject: Subject, EnvConsumer: Consumer}
+	return map[string]string{EnvURL: "nats://" + b.hop.addr(), EnvStream: Stream, EnvSubject: Subject, EnvConsumer: Consumer}
 }
+
+// OnAck sets the hook every ack on the consumers' link meets before the
+// server does (nil: none). It may block, holding that consumer's link;
+// false drops the ack and cuts the link.
+func (b *Broker) OnAck(f func(broker.Ack) bool) { b.hop.setHook(f) }
 
 // Publish publishes m to the stream with its intent and key headers (and
 // Nats-Msg-Id when m has a dedupe id) and waits for JetStream's answer.
@@ -321,6 +344,9 @@ func (b *Broker) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
 		if b.nc != nil {
 			b.nc.Close()
+		}
+		if b.hop != nil {
+			b.hop.close()
 		}
 		b.srv.Shutdown()
 		done := make(chan struct{})
