@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,10 +17,12 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/examples/foreign/orderinbox"
+	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/harness/broker"
 	"github.com/idemchaos/idemchaos/harness/broker/nats"
 	"github.com/idemchaos/idemchaos/harness/pgtest"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/scenarios"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -198,6 +201,65 @@ func TestOrderInbox(t *testing.T) {
 						t.Errorf("seed %d: new dedupe id: stored %d, duplicates %d; want 7 and 0", seed, st.Published, st.Duplicates)
 					}
 				}
+			}
+		})
+	}
+}
+
+// The same consumer through a scenario file and the harness's run loop:
+// the correct one is met, the one without dedupe is caught by exactly-once
+// when its message is delivered again after the kill.
+func TestScenario(t *testing.T) {
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		flaw string
+		want string // "" = met
+	}{{"", ""}, {"no-dedupe", "exactly-once"}} {
+		t.Run("flaw="+c.flaw, func(t *testing.T) {
+			dsn := pgtest.Database(t)
+			conn, err := pgx.Connect(t.Context(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(t.Context(), orderinbox.Schema); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.Close(t.Context())
+			// A wrapper puts the flaw on the command line, as a team's
+			// own script would.
+			wrapper := filepath.Join(t.TempDir(), "orderinbox.sh")
+			script := "#!/bin/sh\nexec " + bin + " " + map[bool]string{true: "-flaw " + c.flaw, false: ""}[c.flaw != ""] + "\n"
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("ORDERINBOX", wrapper)
+			t.Setenv("ORDERS_DSN", dsn)
+			s, err := scenarios.Load("scenario.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, closeEnv, err := harness.Open(t.Context(), harness.OpenOptions{Kind: harness.EnvLocal, Scenarios: []*scenarios.Scenario{s}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeEnv(context.WithoutCancel(t.Context()))
+			r.HistoryDir = t.TempDir()
+			out, err := r.Run(t.Context(), s, harness.RunOptions{Seed: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.History.Acks) == 0 {
+				t.Fatalf("no broker acks in the history %s", out.HistoryPath)
+			}
+			caught := out.Caught()
+			switch {
+			case c.want == "" && (!out.Met() || len(caught) > 0):
+				t.Errorf("correct consumer: met %v, caught %v (%s)", out.Met(), caught, out.Steps[0].Result.Failures())
+			case c.want != "" && !slices.Contains(caught, c.want):
+				t.Errorf("flaw %s: caught %v, want %s (history %s)", c.flaw, caught, c.want, out.HistoryPath)
 			}
 		})
 	}
