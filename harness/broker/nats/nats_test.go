@@ -187,3 +187,30 @@ func BenchmarkPublish(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkClientPublishAsync is the yardstick of issue #25's rate target:
+// the broker's own Go client publishing asynchronously to the same kind
+// of stream, alone, its acks awaited at the end.
+func BenchmarkClientPublishAsync(b *testing.B) {
+	br := start(b, broker.Options{})
+	nc, err := natsgo.Connect(br.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"amount":100}`)
+	for b.Loop() {
+		if _, err := js.PublishAsync(bnats.Subject, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(30 * time.Second):
+		b.Fatal("async publishes not acknowledged within 30s")
+	}
+}
