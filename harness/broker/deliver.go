@@ -112,6 +112,9 @@ type run struct {
 	rec   *history.Writer
 	mu    sync.Mutex
 	procs []*exec.Cmd
+	// done says the run stopped its consumers for good: a restart after
+	// a kill that comes later starts nothing (no process outlives a run).
+	done  bool
 	bySeq map[uint64]Message
 }
 
@@ -298,12 +301,15 @@ func (r *run) startInstance(i int) error {
 	if c.Log != nil {
 		cmd.Stdout, cmd.Stderr = c.Log, c.Log
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return nil
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("broker: start consumer %d: %w", i, err)
 	}
-	r.mu.Lock()
 	r.procs = append(r.procs, cmd)
-	r.mu.Unlock()
 	return nil
 }
 
@@ -327,7 +333,7 @@ func (r *run) killAll() int {
 func (r *run) stopAll() {
 	r.mu.Lock()
 	procs := r.procs
-	r.procs = nil
+	r.procs, r.done = nil, true
 	r.mu.Unlock()
 	for _, p := range procs {
 		if err := p.Process.Signal(terminate); err != nil {
