@@ -28,8 +28,8 @@ func TestSmallGaps_RefusedUpFront(t *testing.T) {
 	// Bare, a group command still prints its help, and a real subcommand
 	// still runs.
 	runCLICases(t, map[string]cliCase{
-		"reference bare":  {args: []string{"reference"}, code: 0, stdout: "serve"},
-		"headers good":    {args: []string{"check", "--headers", "Location, X-Request-Id", h}, code: 1},
+		"reference bare": {args: []string{"reference"}, code: 0, stdout: "serve"},
+		"headers good":   {args: []string{"check", "--headers", "Location, X-Request-Id", h}, code: 1},
 	})
 }
 
