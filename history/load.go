@@ -9,6 +9,8 @@ import (
 	"os"
 	"runtime"
 	"strings"
+
+	"github.com/valyala/fastjson"
 )
 
 // Outcome is how an attempt ended.
@@ -207,6 +209,9 @@ func loadSerial(rd *Reader, h *History, l *loader, z *sizer) (*History, error) {
 		}
 		z.line(len(raw)+1, l)
 		if rd.sawMeta {
+			if err := strictFast(raw, complete, rd.Line()); err != nil {
+				return nil, err
+			}
 			handled, err := l.fast(raw)
 			if err != nil {
 				return nil, &LineError{Line: rd.Line(), Msg: err.Error()}
@@ -224,6 +229,17 @@ func loadSerial(rd *Reader, h *History, l *loader, z *sizer) (*History, error) {
 		}
 	}
 	return h.done(l, rd)
+}
+
+// strictFast applies the rule of strict.go to a line the fast path may
+// read, as the parser's path does after parsing: a line cut short is the
+// parser's to report (as truncated), not this rule's.
+func strictFast(raw []byte, complete bool, line int) error {
+	msg := strictLine(raw)
+	if msg == "" || (!complete && fastjson.ValidateBytes(raw) != nil) {
+		return nil
+	}
+	return &LineError{Line: line, Msg: msg, Err: ErrAmbiguous}
 }
 
 // slow applies a line through the JSON parser, [Reader.decode] and
