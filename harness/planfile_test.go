@@ -119,3 +119,36 @@ func TestReadPlan_Bounded(t *testing.T) {
 		t.Errorf("/dev/zero: %v", err)
 	}
 }
+
+// FuzzReadPlan: whatever a plan file holds, ReadPlanFor never panics, and
+// refuses what it refuses naming the file first (with where in it when it
+// can say). CI runs it for a bounded time (test.sh).
+func FuzzReadPlan(f *testing.F) {
+	s, err := scenarios.Load("../scenarios/storm.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	plans, err := Plans(s, 3)
+	if err != nil {
+		f.Fatal(err)
+	}
+	saved, err := json.Marshal(plans[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(saved)
+	f.Add([]byte(`{"Seed":1,"Intents":[{"ID":"i1","Method":"CONNECT","Path":"/","Clicks":1000000000,"Faults":{"0":"x"}}]}`))
+	f.Add([]byte(`{"Seed":1,"Timed":[{"Fault":7,"Kind":"crash","At":-1}]}`))
+	f.Add([]byte("\ufeff{}"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(dir, "plan.json")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadPlanFor(p, s, 0)
+		if err != nil && !strings.HasPrefix(err.Error(), p) {
+			t.Fatalf("error without the file first: %v", err)
+		}
+	})
+}
