@@ -69,6 +69,9 @@ type stepPlan struct {
 
 // resolve reads, once, everything a run of s needs.
 func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, error) {
+	if s.IsClient() {
+		return nil, fmt.Errorf("%s: client scenarios are run by the client runner", s.Where("client"))
+	}
 	rp := &runPlan{name: s.Name, invocation: opts.Invocation, hooks: s.Hooks, effects: s.Effects, tenants: oracleTenants(s),
 		standby: s.Target.Reference != nil,
 		target:  sut.TargetSpec{Target: s.Target, Tokens: s.Endpoint.Tokens, EffectsDSN: s.Effects.DSN}}

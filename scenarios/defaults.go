@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/idemchaos/idemchaos/checkers"
@@ -104,6 +105,18 @@ func (s *Scenario) fillDefaults(file string) {
 			s.Effects.Oracle = "reference"
 		}
 	}
+	if c := s.Client; c != nil {
+		c.fill()
+		if len(s.Invariants) == 0 {
+			// The client invariants registered in this build: a client
+			// scenario never judges the server's.
+			for _, n := range ClientInvariants {
+				if slices.Contains(checkers.Names(), n) {
+					s.Invariants = append(s.Invariants, Invariant{Name: n})
+				}
+			}
+		}
+	}
 	if len(s.Invariants) == 0 {
 		for _, n := range checkers.Names() {
 			s.Invariants = append(s.Invariants, Invariant{Name: n})
@@ -198,4 +211,21 @@ func orDur(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// fill sets a client block's defaults.
+func (c *Client) fill() {
+	c.Intents = orInt(c.Intents, 20)
+	c.Concurrency = orInt(c.Concurrency, 8)
+	c.Timeout = orDur(c.Timeout, 30*time.Second)
+	k := &c.Contract
+	k.Budget = orInt(k.Budget, 5)
+	if k.RetryStatuses == nil {
+		k.RetryStatuses = []int{408, 425, 429, 500, 502, 503, 504}
+	}
+	if k.PermanentStatuses == nil {
+		k.PermanentStatuses = []int{400, 401, 403, 404, 422}
+	}
+	k.Jitter = or(k.Jitter, "required")
+	k.Unknown = or(k.Unknown, "allowed")
 }

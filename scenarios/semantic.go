@@ -23,6 +23,7 @@ func (t *tree) checkSemantics() {
 	}
 	t.checkName()
 	t.checkTarget()
+	t.checkClient()
 	t.checkURL("/effects/url", "effects.url")
 	t.checkFaults("/faults")
 	t.checkContract()
@@ -41,7 +42,7 @@ func (t *tree) checkSemantics() {
 // params, which their decoder checks).
 var durationKeys = map[string]bool{
 	"lease": true, "retention": true, "retry_window": true, "visibility_timeout": true,
-	"spread": true, "timeout": true, "deadline": true, "base": true, "max": true,
+	"spread": true, "timeout": true, "min_backoff": true, "deadline": true, "base": true, "max": true,
 	"max_retry_after": true, "at": true, "for": true, "settle": true, "bound": true, "wait": true,
 }
 
@@ -139,6 +140,7 @@ func (t *tree) checkFaults(p string) {
 		if err != nil {
 			continue // the schema named the known kinds
 		}
+		t.checkClientFault(fp, kind, fault)
 		pv, _ := t.get(fp + "/params")
 		params, isMap := pv.(map[string]any)
 		if pv != nil && !isMap {
@@ -345,6 +347,13 @@ func (t *tree) invariantNames() []string {
 	names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(checkers.Names(), n) })
 	slices.Sort(names)
 	names = slices.Compact(names)
+	if len(names) == 0 && t.has("/client") {
+		for _, n := range ClientInvariants {
+			if slices.Contains(checkers.Names(), n) {
+				names = append(names, n)
+			}
+		}
+	}
 	if len(names) == 0 {
 		return checkers.Names()
 	}
