@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"slices"
@@ -180,32 +181,6 @@ func WithRetentionGap(d time.Duration) Option { return func(c *config) { c.contr
 // canonical or either (see [Contract.Fingerprint]).
 func WithFingerprint(mode string) Option { return func(c *config) { c.contract.Fingerprint = mode } }
 
-// Names lists the invariants of DESIGN §4 in their canonical order.
-func Names() []string {
-	return []string{"exactly-once", "replay-identical", "reuse-rejected", "in-flight-conflict", "tenant-isolation", "eventually-decided", "durable-ack"}
-}
-
-// ByName returns the checker of the named invariant.
-func ByName(name string, opts ...Option) (Checker, error) {
-	switch name {
-	case "exactly-once":
-		return ExactlyOnce(opts...), nil
-	case "replay-identical":
-		return ReplayIdentical(opts...), nil
-	case "reuse-rejected":
-		return ReuseRejected(opts...), nil
-	case "in-flight-conflict":
-		return InFlightConflict(opts...), nil
-	case "tenant-isolation":
-		return TenantIsolation(opts...), nil
-	case "eventually-decided":
-		return EventuallyDecided(opts...), nil
-	case "durable-ack":
-		return DurableAck(opts...), nil
-	}
-	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownInvariant, name, strings.Join(Names(), ", "))
-}
-
 // Default returns all seven checkers with the same options.
 func Default(opts ...Option) Checker {
 	cs := make([]Checker, 0, len(Names()))
@@ -305,23 +280,14 @@ func (a all) checkOn(ix *index, workers int) Result {
 	return r
 }
 
-// runFirst ranks the checks that are best started first when they run side
-// by side: exactly-once builds the groups and the attribution the others
-// wait for, while tenant-isolation and in-flight-conflict, long and needing
-// no attribution, keep the other processors busy meanwhile.
-var runFirst = map[string]int{"exactly-once": 1, "tenant-isolation": 2, "in-flight-conflict": 3, "eventually-decided": 4}
-
 // runOrder returns the indices of a's checks in the order they are started.
 func runOrder(a all) []int {
 	order := make([]int, len(a))
 	rank := make([]int, len(a))
 	for i, c := range a {
-		order[i], rank[i] = i, len(runFirst)+1
-		if r, ok := runFirst[c.Name()]; ok {
-			rank[i] = r
-		}
+		order[i], rank[i] = i, startRank(c.Name())
 	}
-	slices.SortStableFunc(order, func(x, y int) int { return rank[x] - rank[y] })
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(rank[x], rank[y]) })
 	return order
 }
 

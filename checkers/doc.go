@@ -8,8 +8,13 @@
 //   - [Checker]: Name and Check. Constructors return the interface:
 //     [ExactlyOnce], [ReplayIdentical], [ReuseRejected], [InFlightConflict],
 //     [TenantIsolation], [EventuallyDecided], [DurableAck].
-//   - [All] composes checkers; [Default] returns all seven; [ByName] finds
-//     one by its invariant name; [Names] lists them.
+//   - [Register]: each invariant registers itself from its own file (a
+//     [Registration]: name, constructor, place in its suites, start rank),
+//     as fault kinds do; a new invariant is one file plus its goldens.
+//     [All] composes checkers; [Default] returns the seven of the server
+//     suite; [ByName] finds one by its invariant name; [Names] lists the
+//     server suite, [SuiteNames] any suite ([SuiteServer], [SuiteClient]),
+//     [Known] every registered invariant.
 //   - [Result], [Verdict] and [Violation]: three-valued verdicts (pass,
 //     violation, unknown) with plain-words explanations. Unknown is never a pass.
 //   - [Contract]: everything a service may legitimately choose (status

@@ -7,6 +7,10 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+func init() {
+	Register(Registration{Name: "durable-ack", New: DurableAck, Suites: map[string]int{SuiteServer: 7}})
+}
+
 // DurableAck returns the checker of "durable-ack": every intent acknowledged
 // with a success before a crash still has its effect after the restart. It
 // needs crash faults in the history; without one there is nothing to check

@@ -9,6 +9,11 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+// Started early, after the long checks that need no attribution.
+func init() {
+	Register(Registration{Name: "eventually-decided", New: EventuallyDecided, Suites: map[string]int{SuiteServer: 6}, Start: 4})
+}
+
 // EventuallyDecided returns the checker of "eventually-decided": after the
 // faults heal, retries of a key get a definite answer (a success or a
 // rejection, not the in-flight status, 429 or 5xx) within the decision bound

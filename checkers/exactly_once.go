@@ -9,6 +9,12 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+// Started first: it builds the groups and the attribution the other
+// checks wait for.
+func init() {
+	Register(Registration{Name: "exactly-once", New: ExactlyOnce, Suites: map[string]int{SuiteServer: 1}, Start: 1})
+}
+
 // ExactlyOnce returns the checker of "exactly-once": an intent with an
 // acknowledged success has exactly one effect of each kind; one with only
 // indeterminate attempts has zero or one; one with only definite rejections

@@ -7,6 +7,12 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+// Started early: long, and needing no attribution, it keeps another
+// processor busy while exactly-once builds it.
+func init() {
+	Register(Registration{Name: "in-flight-conflict", New: InFlightConflict, Suites: map[string]int{SuiteServer: 4}, Start: 3})
+}
+
 // InFlightConflict returns the checker of "in-flight-conflict": a duplicate
 // that arrives while the first attempt with its key is still running gets the
 // in-flight status (default 409) or waits and gets the first response — never

@@ -8,6 +8,10 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+func init() {
+	Register(Registration{Name: "replay-identical", New: ReplayIdentical, Suites: map[string]int{SuiteServer: 2}})
+}
+
 // ReplayIdentical returns the checker of "replay-identical": an identical
 // retry is answered with the replay. For one (tenant, endpoint, key) and one
 // payload (as the contract's fingerprint judges it):

@@ -6,6 +6,10 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+func init() {
+	Register(Registration{Name: "reuse-rejected", New: ReuseRejected, Suites: map[string]int{SuiteServer: 3}})
+}
+
 // ReuseRejected returns the checker of "reuse-rejected": a key reused with a
 // different payload is rejected with the profile's status (default 422), has
 // no effect, and never gets the other payload's response.

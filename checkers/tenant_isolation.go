@@ -6,6 +6,12 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+// Started second: long, and needing no attribution, it keeps another
+// processor busy while exactly-once builds it.
+func init() {
+	Register(Registration{Name: "tenant-isolation", New: TenantIsolation, Suites: map[string]int{SuiteServer: 5}, Start: 2})
+}
+
 // TenantIsolation returns the checker of "tenant-isolation": no response to
 // tenant B is a response that was produced for tenant A.
 //
