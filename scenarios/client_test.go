@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -41,7 +42,7 @@ faults:
 		t.Errorf("when: %+v", w)
 	}
 	for _, inv := range s.Invariants {
-		if !slices.Contains(scenarios.ClientInvariants, inv.Name) {
+		if !slices.Contains(checkers.SuiteNames(checkers.SuiteClient), inv.Name) {
 			t.Errorf("a client scenario judges %s, a server invariant", inv.Name)
 		}
 	}

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/idemchaos/idemchaos/checkers"
@@ -110,14 +109,12 @@ func (s *Scenario) fillDefaults(file string) {
 		if len(s.Invariants) == 0 {
 			// The client invariants registered in this build: a client
 			// scenario never judges the server's.
-			for _, n := range ClientInvariants {
-				if slices.Contains(checkers.Names(), n) {
-					s.Invariants = append(s.Invariants, Invariant{Name: n})
-				}
+			for _, n := range checkers.SuiteNames(checkers.SuiteClient) {
+				s.Invariants = append(s.Invariants, Invariant{Name: n})
 			}
 		}
 	}
-	if len(s.Invariants) == 0 {
+	if len(s.Invariants) == 0 && s.Client == nil {
 		for _, n := range checkers.Names() {
 			s.Invariants = append(s.Invariants, Invariant{Name: n})
 		}

@@ -421,12 +421,5 @@ type ClientContract struct {
 	_       struct{}
 }
 
-// The client invariants (issue 24), judged in a client scenario by
-// default, in report order.
-var ClientInvariants = []string{
-	"key-stable", "payload-stable", "key-per-intent", "keyed-retry", "no-retry-permanent",
-	"retry-after-honoured", "backoff", "bounded", "truthful-outcome", "exactly-once",
-}
-
 // IsClient says the scenario's traffic comes from the user's client.
 func (s *Scenario) IsClient() bool { return s.Client != nil }

@@ -344,15 +344,11 @@ func (t *tree) invariantNames() []string {
 			}
 		}
 	}
-	names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(checkers.Names(), n) })
+	names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(checkers.Known(), n) })
 	slices.Sort(names)
 	names = slices.Compact(names)
 	if len(names) == 0 && t.has("/client") {
-		for _, n := range ClientInvariants {
-			if slices.Contains(checkers.Names(), n) {
-				names = append(names, n)
-			}
-		}
+		names = checkers.SuiteNames(checkers.SuiteClient)
 	}
 	if len(names) == 0 {
 		return checkers.Names()
@@ -396,7 +392,7 @@ func (t *tree) checkSteps() {
 		t.checkTraffic(sp+"/traffic", "/traffic")
 		if exp, ok := t.str(sp + "/expect"); ok && exp != "clean" && !slices.Contains(names, exp) {
 			what := "is not an invariant of this scenario"
-			if !slices.Contains(checkers.Names(), exp) {
+			if !slices.Contains(checkers.Known(), exp) {
 				what = "is not an invariant"
 			}
 			t.errorf(t.posOf(sp+"/expect"), "%s.expect: %q %s (expected clean or one of: %s)%s", t.where(sp), exp, what, strings.Join(names, ", "), suggest.DidYouMean(exp, names))
