@@ -30,6 +30,8 @@ type runPlan struct {
 	// target's database is the one it replicates).
 	standby  bool
 	contract *history.Contract // for the meta line
+	// clientContract (a client scenario) is the meta line's client_contract.
+	clientContract *history.ClientContract
 	// invariants are the checks judged, named in the meta line; judge are
 	// the options the verdict rules read (the contract's statuses).
 	invariants []string
@@ -62,6 +64,9 @@ type stepPlan struct {
 	tenants      []string
 	prefix       string
 	keyPrefix    string
+	// client, in a client scenario, runs the user's command per intent
+	// instead of the driver.
+	client *clientStep
 	// driver is how the plan is sent, but for what only the run knows
 	// (the target's URL, the recorder, the router, the plan's seed).
 	driver driver.Config
@@ -69,9 +74,6 @@ type stepPlan struct {
 
 // resolve reads, once, everything a run of s needs.
 func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, error) {
-	if s.IsClient() {
-		return nil, fmt.Errorf("%s: client scenarios are run by the client runner", s.Where("client"))
-	}
 	rp := &runPlan{name: s.Name, invocation: opts.Invocation, hooks: s.Hooks, effects: s.Effects, tenants: oracleTenants(s),
 		standby: s.Target.Reference != nil,
 		target:  sut.TargetSpec{Target: s.Target, Tokens: s.Endpoint.Tokens, EffectsDSN: s.Effects.DSN}}
@@ -104,11 +106,19 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 	}
 	rp.contract, rp.load, rp.judge = contract.Meta(), contract.LoadOptions(), contract.Options()
 	rp.invariants = s.InvariantNames()
+	if s.IsClient() {
+		// The reference upstream executes keyless POSTs: a client's blind
+		// re-send really makes a second order.
+		rp.clientContract, rp.target.ExecuteKeyless = clientContractOf(s), s.Target.Reference != nil
+	}
 	if rp.checker, err = s.Checker(); err != nil {
 		return nil, err
 	}
 	if rp.named, err = newAcks(s.Effects.ResponseID); err != nil {
 		return nil, fmt.Errorf("effects.response_id: %w", err)
+	}
+	if s.IsClient() {
+		rp.named = nil // the client path attributes by listener
 	}
 	// A user's service remembers every key it ever saw: keys carry the
 	// scenario's name and a nonce of this run, so neither another scenario
@@ -143,6 +153,13 @@ func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map
 	if p, err := s.Profile(); err == nil && p.InFlight != 0 {
 		inFlight = p.InFlight
 	}
+	var cs *clientStep
+	if s.IsClient() {
+		var err error
+		if cs, err = newClientStep(s); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]stepPlan, len(steps))
 	for i, st := range steps {
 		fs, err := buildSpecs(st.Faults, i, len(steps))
@@ -153,12 +170,21 @@ func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map
 		if st.Traffic != nil {
 			tr = *st.Traffic // the loader already merged the step's overrides
 		}
+		if cs != nil {
+			// The client's own traffic: its intents, all at once as slots
+			// free up; nothing of the driver's.
+			tr = scenarios.Traffic{Intents: s.Client.Intents, Tenants: tr.Tenants, Concurrency: s.Client.Concurrency}
+			for j := range fs {
+				fs[j] = clientBuiltFault(fs[j].spec, fs[j].fault)
+			}
+		}
 		sp := stepPlan{name: st.Name, expect: expectOf(st), wait: st.Wait, seed: seed + int64(i), traffic: tr, faults: fs,
 			callbacks: st.Callbacks, endpointPath: s.Endpoint.Path, resend: st.Resend && i > 0,
 			request: rq, tenants: tenants, prefix: stepPrefix(i), keyPrefix: keyPrefix}
 		if p, ok := given[i]; ok {
 			sp.given = &p
 		}
+		sp.client = cs
 		sp.driver = driver.Config{Tokens: withProvider(s.Endpoint.Tokens, st.Callbacks), KeyHeader: s.Endpoint.KeyHeader, Template: rq.tmpl,
 			Concurrency: tr.Concurrency, MaxRequests: tr.MaxRequests, Deadline: tr.Deadline, Timeout: tr.Timeout,
 			Model: driver.Model(tr.Client), InFlightStatus: inFlight, DecisionBound: decisionBound(s),
@@ -182,7 +208,11 @@ func (st *stepPlan) draw(prev Plan) Plan {
 	case st.resend:
 		return resendPlan(prev, st.seed, st.faults)
 	}
-	return generatePlan(st.seed, st.traffic, st.request, st.faults, st.tenants, st.prefix, st.keyPrefix)
+	p := generatePlan(st.seed, st.traffic, st.request, st.faults, st.tenants, st.prefix, st.keyPrefix)
+	if st.client != nil {
+		p = clientPlan(p)
+	}
+	return p
 }
 
 func expectOf(st scenarios.Step) string {
