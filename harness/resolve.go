@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -173,7 +174,7 @@ func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map
 		if cs != nil {
 			// The client's own traffic: its intents, all at once as slots
 			// free up; nothing of the driver's.
-			tr = scenarios.Traffic{Intents: s.Client.Intents, Tenants: tr.Tenants, Concurrency: s.Client.Concurrency}
+			tr = scenarios.Traffic{Intents: cmp.Or(st.Intents, s.Client.Intents), Tenants: tr.Tenants, Concurrency: s.Client.Concurrency}
 			for j := range fs {
 				fs[j] = clientBuiltFault(fs[j].spec, fs[j].fault)
 			}

@@ -130,7 +130,7 @@ func (o *Outcome) Caught() []string {
 		}
 	}
 	var out []string
-	for _, n := range checkers.Names() {
+	for _, n := range checkers.Known() {
 		if seen[n] {
 			out = append(out, n)
 		}

@@ -363,7 +363,10 @@ type Step struct {
 	// Expect is "clean" (default) or the name of the invariant expected to
 	// fail, one of the scenario's invariants.
 	Expect string `yaml:"expect" json:"expect"`
-	_      struct{}
+	// Intents (client scenarios) is this step's invocations (default
+	// client.intents).
+	Intents int `yaml:"intents" json:"intents,omitempty"`
+	_       struct{}
 }
 
 // Callbacks are payment-provider callbacks (the reference's

@@ -397,6 +397,9 @@ func (t *tree) checkSteps() {
 			}
 			t.errorf(t.posOf(sp+"/expect"), "%s.expect: %q %s (expected clean or one of: %s)%s", t.where(sp), exp, what, strings.Join(names, ", "), suggest.DidYouMean(exp, names))
 		}
+		if t.has(sp+"/intents") && !t.has("/client") {
+			t.errorf(t.keyPos(sp+"/intents"), "%s.intents: only in a client scenario (elsewhere traffic.intents)", t.where(sp))
+		}
 		if resend, _ := t.get(sp + "/resend"); resend == true && i == 0 {
 			t.errorf(t.keyPos(sp+"/resend"), "%s.resend: the first step has no earlier step to resend", t.where(sp))
 		}
