@@ -228,3 +228,59 @@ func TestClientRun_KilledAtTimeoutIsAFailure(t *testing.T) {
 		t.Fatalf("belief %+v: want failure, killed at timeout", belief)
 	}
 }
+
+func TestClientRun_CutsStallsAndRefusalsSayWhetherTheyForwarded(t *testing.T) {
+	s := clientScenario(t, "correct", `  intents: 4
+  timeout: 20s
+steps:
+  - name: cuts
+    faults:
+      - {kind: response-drop, when: {nth: 1}}
+  - name: refusals
+    faults:
+      - {kind: refuse, params: {how: reset}, when: {nth: 2}}
+      - {kind: reject, params: {status: 403}, when: {nth: 3, every: true}}
+  - name: stall
+    intents: 1
+    faults:
+      - {kind: stall, params: {hold: 10s}, when: {nth: 1}}
+  - name: outage
+    faults:
+      - {kind: unavailable, params: {retry_after: 1s}, when: {at: 0s, for: 300ms}}
+`)
+	r := runner(t)
+	o, err := r.Run(context.Background(), s, harness.RunOptions{Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		typ       history.Type
+		forwarded bool
+	}
+	var got []seen
+	window := 0
+	for _, e := range eventsOf(t, o.HistoryPath) {
+		if e.By == "proxy" && e.Type != history.TypeOK {
+			got = append(got, seen{e.Type, e.Forwarded})
+		}
+		if e.By == "proxy" && e.Resp != nil && e.Resp.Status == 503 {
+			window++
+		}
+	}
+	// 4 resets after execution (info, forwarded); 2 resets before
+	// forwarding (fail, not forwarded); 1 stall (info, forwarded).
+	var info, fail int
+	for _, g := range got {
+		switch {
+		case g.typ == history.TypeInfo && g.forwarded:
+			info++
+		case g.typ == history.TypeFail && !g.forwarded:
+			fail++
+		default:
+			t.Errorf("proxy event %+v", g)
+		}
+	}
+	if info != 5 || fail != 2 || window < 4 {
+		t.Errorf("%d info (want 5), %d fail (want 2), %d 503s in the window (want ≥ 4): %+v (history %s)", info, fail, window, got, o.HistoryPath)
+	}
+}
