@@ -35,6 +35,8 @@ type clientStep struct {
 	intentHeader string
 	// pick reads the resource id out of an upstream's 2xx answer.
 	pick func([]byte) (string, bool)
+	// do, when set, is a Go client called in-process instead of command.
+	do ClientDo
 }
 
 // exitUnknown is EX_TEMPFAIL: the client says the outcome is unknown.
@@ -180,6 +182,14 @@ func moreOf(n int, what string) string {
 func (s *session) invoke(ctx context.Context, cs *clientStep, l *listener) error {
 	defer close(l.ended)
 	in := l.in
+	if cs.do != nil {
+		_ = s.rec.Write(&history.Event{Type: history.TypeInvocation, Intent: in.ID, Tenant: in.Tenant, Action: "start", Body: in.Body})
+		e := callDo(ctx, cs, l)
+		if ctx.Err() != nil {
+			return nil
+		}
+		return s.rec.Write(&e)
+	}
 	cmd := exec.Command(cs.command[0], cs.command[1:]...)
 	cmd.Env = append(os.Environ(), envList(cs.env)...)
 	cmd.Env = append(cmd.Env, "IDEMCHAOS_URL=http://"+l.addr, "IDEMCHAOS_PATH="+cs.path, "IDEMCHAOS_TOKEN="+cs.tokens[in.Tenant],

@@ -284,3 +284,53 @@ steps:
 		t.Errorf("%d info (want 5), %d fail (want 2), %d 503s in the window (want ≥ 4): %+v (history %s)", info, fail, window, got, o.HistoryPath)
 	}
 }
+
+// A Go SDK under test in-process: one that mints a key per attempt is
+// caught by key-stable (its retry after a 502 is a second order), a
+// correct one passes the same scenario.
+func TestTestClient_GoSDKInProcess(t *testing.T) {
+	scenario := func(t *testing.T) *scenarios.Scenario {
+		s, err := scenarios.Parse("go-client.yaml", []byte(`
+client:
+  command: ["in-process"]
+  intents: 3
+invariants: [key-stable, payload-stable, keyed-retry, truthful-outcome]
+faults:
+  - kind: gateway-5xx
+    params: {status: 502}
+    when: {fraction: 1}
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	do := func(perAttempt bool) harness.ClientDo {
+		return func(ctx context.Context, base string, in harness.Intent) (harness.Belief, error) {
+			key := newKey()
+			for range 3 {
+				if perAttempt {
+					key = newKey()
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+in.Path, bytes.NewReader(in.Body))
+				req.Header.Set("Authorization", "Bearer "+in.Token)
+				req.Header.Set("Idempotency-Key", key)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return harness.Belief{Outcome: harness.Unknown}, err
+				}
+				var o struct{ ID string }
+				_ = json.NewDecoder(resp.Body).Decode(&o)
+				resp.Body.Close()
+				if resp.StatusCode/100 == 2 {
+					return harness.Belief{Outcome: harness.Succeeded, Resource: o.ID}, nil
+				}
+				time.Sleep(time.Duration(50+randN(50)) * time.Millisecond)
+			}
+			return harness.Belief{Outcome: harness.Unknown}, nil
+		}
+	}
+	harness.TestClient(t, harness.ClientCase{Do: do(false), Steps: []harness.Step{{Inline: scenario(t)}}})
+	harness.TestClient(t, harness.ClientCase{Do: do(true), Steps: []harness.Step{{Inline: scenario(t), ExpectViolation: "key-stable"}}})
+}

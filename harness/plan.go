@@ -374,7 +374,7 @@ func (p Plan) Describe() string {
 // Plans returns the plan of every step of s for a seed — what a run with
 // that seed would send — without starting anything (`idemchaos plan`).
 func Plans(s *scenarios.Scenario, seed int64) ([]Plan, error) {
-	steps, err := resolveSteps(s, seed, "", nil)
+	steps, err := resolveSteps(s, seed, "", nil, nil)
 	if err != nil {
 		return nil, err
 	}

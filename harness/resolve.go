@@ -129,7 +129,7 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 	if s.Target.Reference == nil {
 		keyPrefix = fmt.Sprintf("%s-%s-", s.Name, runNonce())
 	}
-	if rp.steps, err = resolveSteps(s, opts.Seed, keyPrefix, opts.Plans); err != nil {
+	if rp.steps, err = resolveSteps(s, opts.Seed, keyPrefix, opts.Plans, opts.do); err != nil {
 		return nil, err
 	}
 	// Even the driver's connections to the harness's own proxies go
@@ -147,7 +147,7 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 // resolveSteps resolves every step of s: its faults built (fresh values,
 // since a fault may keep state while it runs), its traffic, its request
 // and its driver's configuration.
-func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map[int]Plan) ([]stepPlan, error) {
+func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map[int]Plan, do ClientDo) ([]stepPlan, error) {
 	steps := s.EffectiveSteps()
 	rq, tenants := requestOf(s), tenantsOf(s)
 	inFlight := 409
@@ -160,6 +160,7 @@ func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map
 		if cs, err = newClientStep(s); err != nil {
 			return nil, err
 		}
+		cs.do = do
 	}
 	out := make([]stepPlan, len(steps))
 	for i, st := range steps {

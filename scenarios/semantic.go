@@ -375,6 +375,7 @@ func (t *tree) checkInvariants() {
 		if name == "" {
 			continue
 		}
+		t.checkInvariantSide(ip, name)
 		if seen[name] {
 			t.errorf(t.posOf(ip), "%s: %q is listed twice", t.where(ip), name)
 		}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/faults"
 )
 
@@ -105,5 +106,19 @@ func (t *tree) checkClientFault(fp, kind string, f faults.Fault) {
 				t.errorf(t.keyPos(fp+"/when/"+k), "%s.%s: only in a client scenario", t.where(fp+"/when"), k)
 			}
 		}
+	}
+}
+
+// checkInvariantSide checks that invariant name at ip judges the
+// scenario's side: a client scenario its client, a server scenario its
+// server (exactly-once judges both).
+func (t *tree) checkInvariantSide(ip, name string) {
+	client := slices.Contains(checkers.SuiteNames(checkers.SuiteClient), name)
+	server := slices.Contains(checkers.Names(), name)
+	switch {
+	case t.has("/client") && server && !client:
+		t.errorf(t.posOf(ip), "%s: %s judges a server; a client scenario judges its client (%s)", t.where(ip), name, strings.Join(checkers.SuiteNames(checkers.SuiteClient), ", "))
+	case !t.has("/client") && client && !server:
+		t.errorf(t.posOf(ip), "%s: %s is a client invariant: it needs a client: block", t.where(ip), name)
 	}
 }
