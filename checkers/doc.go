@@ -32,6 +32,10 @@
 //     history alone ([Judgement], [StepResult], the fourth outcome
 //     [EnvironmentError]); [FactsOf], [Facts.Add] and [Decide] apply the
 //     same rules to a history checked in parts (partitions, machines).
+//   - [CheckParts], [Part], [Merge]: a history checked in parts (keys by
+//     partition, with [WithGlobals]); a Part keeps beside its [Result] what
+//     the merge needs, and a checker whose whole is more than the sum of its
+//     parts merges them its own way, in its own file.
 //
 // Every checker runs in time linear in the history (plus sorting the
 // attempts of one key; in-flight-conflict sweeps a key in n log n) and does
