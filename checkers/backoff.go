@@ -47,7 +47,7 @@ var _ Checker = backoff{}
 func (backoff) Name() string { return "backoff" }
 
 func (c backoff) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
 // waitAfter returns the wait between attempt prev's answer and the next
@@ -60,9 +60,9 @@ func waitAfter(prev, a *history.Attempt) (time.Duration, bool) {
 	return time.Duration(a.Invoke - prev.Complete), true
 }
 
-func (c backoff) check(ix *index) Result {
+func (c backoff) check(ix *index) Part {
 	h := ix.h
-	r := Result{Name: c.Name()}
+	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
 		return finish(r, h, why)
 	}

@@ -23,12 +23,12 @@ var _ Checker = bounded{}
 func (bounded) Name() string { return "bounded" }
 
 func (c bounded) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
-func (c bounded) check(ix *index) Result {
+func (c bounded) check(ix *index) Part {
 	h := ix.h
-	r := Result{Name: c.Name()}
+	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
 		return finish(r, h, why)
 	}

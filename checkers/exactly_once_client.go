@@ -12,9 +12,8 @@ import (
 // more effects are a duplicate; none, for an intent its client reported
 // succeeded or the upstream acknowledged with a 2xx, a lost order. An
 // effect attributed to no intent is counted against none, and noted.
-func (c exactlyOnce) checkClient(ix *index, r Result) Result {
+func (c exactlyOnce) checkClient(ix *index, r Part) Part {
 	h, effects := ix.h, ix.effects
-	r.t.settle = settlePlain
 	unread := h.Meta.EffectsUnread
 	cv := ix.client()
 	var owner map[tenantKey]int32
@@ -31,11 +30,21 @@ func (c exactlyOnce) checkClient(ix *index, r Result) Result {
 				acked = true
 			}
 		}
+		// An order may be more than one effect (an order and its ledger
+		// entry): a duplicate is two of one kind.
+		var dup []string
+		if len(ci.effects) >= 2 {
+			for _, k := range groupKinds(effects, ci.effects) {
+				if len(k.idx) >= 2 {
+					dup = append(dup, fmt.Sprintf("%s (%s)", countOf(len(k.idx), k.kind), effectList(effects, k.idx)))
+				}
+			}
+		}
 		switch n := len(ci.effects); {
-		case n >= 2:
+		case len(dup) > 0:
 			v := ci.violation(h, c.Name(), ci.attempts)
-			v.Explanation = fmt.Sprintf("intent %s produced %d effects (%s); exactly one was expected. Its client sent %s.",
-				ci.id, n, effectList(effects, ci.effects), opList(v.Ops))
+			v.Explanation = fmt.Sprintf("intent %s produced %s; exactly one of each was expected. Its client sent %s.",
+				ci.id, joinWords(dup), opList(v.Ops))
 			switch keys := keysOf(h, ci.attempts); {
 			case len(keys) >= 2:
 				v.Cause = "the key was regenerated for each retry, so the upstream saw every attempt as a new order; generate the key once, before the retry loop"

@@ -23,12 +23,12 @@ var _ Checker = keyPerIntent{}
 func (keyPerIntent) Name() string { return "key-per-intent" }
 
 func (c keyPerIntent) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
-func (c keyPerIntent) check(ix *index) Result {
+func (c keyPerIntent) check(ix *index) Part {
 	h := ix.h
-	r := Result{Name: c.Name()}
+	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
 		return finish(r, h, why)
 	}

@@ -22,12 +22,12 @@ var _ Checker = keyStable{}
 func (keyStable) Name() string { return "key-stable" }
 
 func (c keyStable) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
-func (c keyStable) check(ix *index) Result {
+func (c keyStable) check(ix *index) Part {
 	h := ix.h
-	r := Result{Name: c.Name()}
+	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
 		return finish(r, h, why)
 	}

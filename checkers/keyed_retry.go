@@ -24,12 +24,12 @@ var _ Checker = keyedRetry{}
 func (keyedRetry) Name() string { return "keyed-retry" }
 
 func (c keyedRetry) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
-func (c keyedRetry) check(ix *index) Result {
+func (c keyedRetry) check(ix *index) Part {
 	h := ix.h
-	r := Result{Name: c.Name()}
+	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
 		return finish(r, h, why)
 	}

@@ -25,12 +25,12 @@ var _ Checker = noRetryPermanent{}
 func (noRetryPermanent) Name() string { return "no-retry-permanent" }
 
 func (c noRetryPermanent) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
-func (c noRetryPermanent) check(ix *index) Result {
+func (c noRetryPermanent) check(ix *index) Part {
 	h := ix.h
-	r := Result{Name: c.Name()}
+	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
 		return finish(r, h, why)
 	}

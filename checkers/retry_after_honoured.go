@@ -29,12 +29,12 @@ var _ Checker = retryAfterHonoured{}
 func (retryAfterHonoured) Name() string { return "retry-after-honoured" }
 
 func (c retryAfterHonoured) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
-func (c retryAfterHonoured) check(ix *index) Result {
+func (c retryAfterHonoured) check(ix *index) Part {
 	h := ix.h
-	r := Result{Name: c.Name()}
+	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
 		return finish(r, h, why)
 	}

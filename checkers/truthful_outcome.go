@@ -25,12 +25,12 @@ var _ Checker = truthfulOutcome{}
 func (truthfulOutcome) Name() string { return "truthful-outcome" }
 
 func (c truthfulOutcome) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
-func (c truthfulOutcome) check(ix *index) Result {
+func (c truthfulOutcome) check(ix *index) Part {
 	h := ix.h
-	r := Result{Name: c.Name()}
+	r := Part{Result: Result{Name: c.Name()}}
 	if why := notClient(h, "what the client believed"); why != "" {
 		return finish(r, h, why)
 	}
