@@ -60,7 +60,15 @@ func TestScenario(t *testing.T) {
 		t.Fatalf("local environment: %v", err)
 	}
 	t.Cleanup(func() { _ = closeEnv(context.Background()) })
-	r.HistoryDir = t.TempDir()
+	// Histories are kept when the test fails, to read what a client did.
+	if r.HistoryDir, err = os.MkdirTemp("", "corpus-histories-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(r.HistoryDir)
+		}
+	})
 	seeds := corpusSeeds(t)
 	// Three clients at a time: a run is a dozen steps of real processes.
 	slots := make(chan struct{}, 3)
