@@ -21,8 +21,10 @@ const (
 	lockstepSamples = 8
 	// lockstepSpread is the interquartile range of those delays under
 	// which they are in lockstep (or lockstepShare of their median, when
-	// larger): the scheduling noise of a loaded machine, not jitter.
-	lockstepSpread = 10 * time.Millisecond
+	// larger): the scheduling noise of a loaded machine, not jitter. A
+	// loaded machine also bunches the times a proxy records, narrowing a
+	// jittered client's spread of short waits to 10 ms: the floor is 5 ms.
+	lockstepSpread = 5 * time.Millisecond
 	lockstepShare  = 0.05
 	// growthEnd is how much longer than the first the last wait must be
 	// when there are at least three; a wait below half the longest before
@@ -169,7 +171,8 @@ type hitKey struct {
 }
 
 // lockstep finds the faults that hit enough intents in one step whose
-// first retries after the hit came after delays spread less than noise.
+// retries after the hit came in lockstep: for some n, the n-th waits after
+// each intent's first hit spread less than noise.
 func (c backoff) lockstep(h *history.History, cv *clientView) []Violation {
 	kinds := make(map[int64]string)
 	for _, f := range h.Faults {
@@ -184,12 +187,14 @@ func (c backoff) lockstep(h *history.History, cv *clientView) []Violation {
 		intent    int32
 		hit, next int32
 	}
-	groups := map[hitKey][]sample{}
+	// groups[k][n] are the n-th waits after the first hit of the intents
+	// that fault k hit.
+	groups := map[hitKey][][]sample{}
 	var order []hitKey
 	stepOf := stepFinder(h)
 	for g := range cv.intents {
 		ci := &cv.intents[g]
-		seen := map[hitKey]bool{}
+		var seen map[hitKey]bool
 		for j := 0; j+1 < len(ci.attempts); j++ {
 			a := &h.Attempts[ci.attempts[j]]
 			what, ok := kinds[a.Op]
@@ -203,49 +208,60 @@ func (c backoff) lockstep(h *history.History, cv *clientView) []Violation {
 			if seen[k] {
 				continue
 			}
-			seen[k] = true
-			w, own := waitAfter(a, &h.Attempts[ci.attempts[j+1]])
-			if !own {
-				continue
+			if seen == nil {
+				seen = map[hitKey]bool{}
 			}
+			seen[k] = true
 			if groups[k] == nil {
 				order = append(order, k)
+				groups[k] = [][]sample{}
 			}
-			groups[k] = append(groups[k], sample{w, int32(g), ci.attempts[j], ci.attempts[j+1]})
+			for n := 0; j+n+1 < len(ci.attempts); n++ {
+				w, own := waitAfter(&h.Attempts[ci.attempts[j+n]], &h.Attempts[ci.attempts[j+n+1]])
+				if !own {
+					continue
+				}
+				for len(groups[k]) <= n {
+					groups[k] = append(groups[k], nil)
+				}
+				groups[k][n] = append(groups[k][n], sample{w, int32(g), ci.attempts[j+n], ci.attempts[j+n+1]})
+			}
 		}
 	}
 	var out []Violation
 	for _, k := range order {
-		s := groups[k]
-		if len(s) < lockstepSamples {
-			continue
+		for n, s := range groups[k] {
+			if len(s) < lockstepSamples {
+				continue
+			}
+			w := make([]time.Duration, len(s))
+			for i := range s {
+				w[i] = s[i].wait
+			}
+			slices.Sort(w)
+			m := w[len(w)/2]
+			iqr := w[len(w)*3/4] - w[len(w)/4]
+			if iqr >= max(lockstepSpread, time.Duration(lockstepShare*float64(m))) {
+				continue
+			}
+			ci := &cv.intents[s[0].intent]
+			var idx []int32
+			for _, x := range s {
+				idx = append(idx, x.hit, x.next)
+			}
+			slices.Sort(idx)
+			v := ci.violation(h, c.Name(), idx)
+			v.Intent, v.Key = "", ""
+			where := ""
+			if len(h.Steps) > 0 {
+				where = fmt.Sprintf(" in step %q", h.Steps[k.step].Name)
+			}
+			v.Explanation = fmt.Sprintf("%d intents hit by %s%s retried in lockstep: their retry %d after the hit came a median %s after the answer before it, the middle half of them within %s of each other; clients one outage hits must spread their retries, or they all hit the recovering upstream at once.",
+				len(s), k.what, where, n+1, ms(m), ms(iqr))
+			v.Cause = "no jitter: every client waits exactly the same delay (a fixed or purely exponential backoff); add random jitter to each wait"
+			out = append(out, v)
+			break
 		}
-		w := make([]time.Duration, len(s))
-		for i := range s {
-			w[i] = s[i].wait
-		}
-		slices.Sort(w)
-		m := w[len(w)/2]
-		iqr := w[len(w)*3/4] - w[len(w)/4]
-		if iqr >= max(lockstepSpread, time.Duration(lockstepShare*float64(m))) {
-			continue
-		}
-		ci := &cv.intents[s[0].intent]
-		var idx []int32
-		for _, x := range s {
-			idx = append(idx, x.hit, x.next)
-		}
-		slices.Sort(idx)
-		v := ci.violation(h, c.Name(), idx)
-		v.Intent, v.Key = "", ""
-		where := ""
-		if len(h.Steps) > 0 {
-			where = fmt.Sprintf(" in step %q", h.Steps[k.step].Name)
-		}
-		v.Explanation = fmt.Sprintf("%d intents hit by %s%s retried in lockstep: their first retries came a median %s after the hit, the middle half of them within %s of each other; clients one outage hits must spread their retries, or they all hit the recovering upstream at once.",
-			len(s), k.what, where, ms(m), ms(iqr))
-		v.Cause = "no jitter: every client waits exactly the same delay (a fixed or purely exponential backoff); add random jitter to each wait"
-		out = append(out, v)
 	}
 	return out
 }
