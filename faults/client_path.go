@@ -20,8 +20,8 @@ const (
 	// CutStall holds the client's connection open without a byte until
 	// the client gives up (its own deadline) or its invocation ends.
 	CutStall = "stall"
-	// CutRefuse closes the client's connection before reading the
-	// request, as a listener that refuses would: nothing was sent on.
+	// CutRefuse closes the client's connection without an answer and
+	// without forwarding the request: nothing was sent on.
 	CutRefuse = "refuse"
 )
 

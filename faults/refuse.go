@@ -5,11 +5,12 @@ import "context"
 func init() { Register("refuse", func() Fault { return &Refuse{} }) }
 
 // Refuse cuts the attempts it hits before a byte reaches the upstream: the
-// connection is closed unread (refuse) or reset (reset). Nothing executed,
-// so a retry is safe, with or without a key. Client scenarios only.
+// connection is closed without an answer (refuse: a FIN) or reset (reset:
+// an RST). The request is never forwarded, so nothing executed and a retry
+// is safe, with or without a key. Client scenarios only.
 type Refuse struct {
-	// How is refuse (closed before the request is read, default) or reset
-	// (reset once the request arrived, never forwarded).
+	// How is refuse (closed without an answer, default) or reset (reset);
+	// either way the request is never forwarded.
 	How string `yaml:"how" json:"how" jsonschema:"enum=refuse,enum=reset"`
 	_   struct{}
 }
