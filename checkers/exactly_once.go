@@ -384,11 +384,10 @@ func (c exactlyOnce) duplicateCause(h *history.History, effects []history.Effect
 	return "a retry sent after the first execution had finished did not see it: the record had expired (retention shorter than the retry window), or was not written (or not committed) before the response, or the service ignores the key"
 }
 
-// bodyScope groups intents that sent byte-identical requests to one endpoint.
-type bodyScope struct {
-	tenant, method, path string
-	body                 uint64
-}
+// bodyScope groups intents that sent byte-identical requests to one
+// endpoint: the scope a twin is asked about, inside a check as across
+// partitions ([TwinScope]).
+type bodyScope = TwinScope
 
 func indexBodies(h *history.History, at *attribution) map[bodyScope][]*intentState {
 	m := make(map[bodyScope][]*intentState)

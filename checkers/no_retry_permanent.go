@@ -42,7 +42,7 @@ func (c noRetryPermanent) check(ix *index) Part {
 		r.Checked++
 		for j := 1; j < len(ci.attempts); j++ {
 			prev, a := &h.Attempts[ci.attempts[j-1]], &h.Attempts[ci.attempts[j]]
-			if prev.Outcome != history.OK || !cc.permanent(prev.Status) || a.ReqHash != prev.ReqHash {
+			if prev.Outcome != history.OK || !cc.permanent(prev.Status) || a.Method == "" || a.ReqHash != prev.ReqHash {
 				continue
 			}
 			v := ci.violation(h, c.Name(), ci.attempts[j-1:j+1])

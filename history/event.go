@@ -171,6 +171,9 @@ type Contract struct {
 	// past which a duplicate is blamed on record retention.
 	DecisionBoundMS int64
 	RetentionGapMS  int64
+	// MaxKeyLength is the longest key the service keeps whole (0: no
+	// limit): the runs' keys were checked against it.
+	MaxKeyLength int64
 }
 
 // ClientContract is the meta event's "client_contract" object: what a

@@ -309,6 +309,9 @@ func appendContract(dst []byte, c *Contract) []byte {
 	if c.RetentionGapMS != 0 {
 		dst = appendInt(dst, "retention_gap_ms", c.RetentionGapMS)
 	}
+	if c.MaxKeyLength != 0 {
+		dst = appendInt(dst, "max_key_length", c.MaxKeyLength)
+	}
 	return append(dst, '}')
 }
 

@@ -180,7 +180,12 @@ type Contract struct {
 	// When set, some duplicates are re-serialised to probe it; "" sends
 	// none (see also [Traffic.Retyped]).
 	Fingerprint string `yaml:"fingerprint" json:"fingerprint,omitempty"`
-	_           struct{}
+	// MaxKeyLength is the longest idempotency key the service keeps whole
+	// (0: no limit). A service that truncates keys merges the intents whose
+	// keys share the kept prefix, silently; Load refuses a scenario whose
+	// keys ([Scenario.KeyLength]) would be longer.
+	MaxKeyLength int `yaml:"max_key_length" json:"max_key_length,omitempty"`
+	_            struct{}
 }
 
 // The payload fingerprints of [Contract.Fingerprint].
