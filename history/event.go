@@ -39,6 +39,13 @@ const (
 	// TypeOracle is one read of the effect oracle: where it read, how many
 	// effects came back, and what came back when none did.
 	TypeOracle Type = "oracle"
+	// TypeAck is a consumer's acknowledgement of a message as its broker
+	// saw it (consumer scenarios): the message's intent and key, the
+	// broker's count of its deliveries (attempt) and whether it was an
+	// ack or a terminate (kind "term"). A message the broker saw
+	// acknowledged will never be delivered again, so it must have had its
+	// effect by then.
+	TypeAck Type = "ack"
 	// TypeInvocation says the client command of a client run was started
 	// for an intent, with the payload it was given.
 	TypeInvocation Type = "invocation"

@@ -121,6 +121,20 @@ type Effect struct {
 	NS     int64
 }
 
+// Ack is one acknowledgement of a message its broker saw (an ack event).
+type Ack struct {
+	Tenant string
+	Key    string
+	Intent string
+	// Delivered is the broker's count of the message's deliveries when it
+	// was acknowledged (1: the first delivery).
+	Delivered int
+	// Term says the consumer terminated the message (no more deliveries)
+	// rather than acknowledging it: as final for a lost message.
+	Term bool
+	NS   int64
+}
+
 // Invocation is the start of a client command for one intent (an
 // invocation event of a client run).
 type Invocation struct {
@@ -152,6 +166,9 @@ type History struct {
 	Attempts []Attempt
 	Faults   []Fault
 	Effects  []Effect
+	// Acks are the consumers' acknowledgements the broker saw (ack
+	// events; consumer scenarios only).
+	Acks []Ack
 	// Truncated says the input ended mid-line: events may be missing.
 	Truncated bool
 	// Interrupted says why the run was cut short ("" when it was not): the
@@ -357,6 +374,8 @@ func (h *History) add(e *Event, l *loader) error {
 		h.Invocations = append(h.Invocations, Invocation{Intent: e.Intent, Tenant: in.get(e.Tenant), NS: e.NS, BodyHash: bh, BodyCanon: l.canon.hash(e.Body, bh)})
 	case TypeBelief:
 		h.Beliefs = append(h.Beliefs, Belief{Intent: e.Intent, Belief: in.get(e.Belief), Exit: e.Exit, Resource: e.Resource, Error: e.Error, NS: e.NS})
+	case TypeAck:
+		h.Acks = append(h.Acks, Ack{Tenant: in.get(e.Tenant), Key: e.Key, Intent: e.Intent, Delivered: e.Attempt, Term: e.Kind == "term", NS: e.NS})
 	case TypeEffect:
 		h.EffectsKnown = true
 		l.effects.add(Effect{

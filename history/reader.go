@@ -330,6 +330,27 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 			return true, err
 		}
 		return true, nil
+	case TypeAck:
+		for _, f := range []struct {
+			name string
+			dst  *string
+		}{{"tenant", &e.Tenant}, {"key", &e.Key}, {"intent", &e.Intent}, {"kind", &e.Kind}} {
+			if *f.dst, err = str(v, f.name, false); err != nil {
+				return true, err
+			}
+		}
+		var n int64
+		if n, err = integer(v, "attempt", false); err == nil && n < 0 {
+			err = fmt.Errorf(`"attempt" must not be negative`)
+		}
+		e.Attempt = int(n)
+		if err != nil {
+			return true, err
+		}
+		if e.NS, err = integer(v, "ns", false); err != nil {
+			return true, err
+		}
+		return true, nil
 	}
 	return false, nil
 }

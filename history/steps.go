@@ -110,6 +110,12 @@ func (h *History) Through(i int) *History {
 	out.Effects = h.Effects[:next.Effects]
 	out.Invocations = h.Invocations[:next.Invocations:next.Invocations]
 	out.Beliefs = h.Beliefs[:next.Beliefs:next.Beliefs]
+	out.Acks = nil
+	for _, a := range h.Acks {
+		if a.NS <= next.NS {
+			out.Acks = append(out.Acks, a)
+		}
+	}
 	out.Events, out.End = next.Events, next.NS
 	// What came after the step did not end it: an interrupt or a cut-off
 	// line later on leaves this step's events whole.

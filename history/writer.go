@@ -178,6 +178,13 @@ func AppendEvent(dst []byte, e *Event) []byte {
 		dst = appendInt(dst, "effects", int64(e.Read))
 		dst = appendOptString(dst, "got", e.Got)
 		dst = appendInt(dst, "ns", e.NS)
+	case TypeAck:
+		dst = appendOptString(dst, "tenant", e.Tenant)
+		dst = appendOptString(dst, "key", e.Key)
+		dst = appendOptString(dst, "intent", e.Intent)
+		dst = appendInt(dst, "attempt", int64(e.Attempt))
+		dst = appendOptString(dst, "kind", e.Kind)
+		dst = appendInt(dst, "ns", e.NS)
 	case TypeEffect:
 		dst = appendOptString(dst, "tenant", e.Tenant)
 		dst = appendOptString(dst, "key", e.Key)

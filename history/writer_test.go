@@ -21,6 +21,7 @@ func sampleEvents() []history.Event {
 			ClientContract: &history.ClientContract{Budget: 5, GlobalBudget: 90, RetryStatuses: []int{429, 503}, PermanentStatuses: []int{},
 				MinBackoffMS: 20, Jitter: "optional", Unknown: "forbidden"}},
 		{Type: history.TypeStep, Name: "double clicks", Expect: "in-flight-conflict", NS: 100},
+		{Type: history.TypeAck, Intent: "i7", Key: "order-7", Attempt: 2, Kind: "term", NS: 110},
 		{Type: history.TypeInvoke, Op: 17, Intent: "i42", Tenant: "t1", Key: "k-9", Attempt: 2, Client: 3, NS: 123,
 			Req: &history.Request{Method: "POST", Path: "/v1/orders",
 				Headers: history.Headers{{Name: "Idempotency-Key", Value: "k-9"}, {Name: "Content-Type", Value: "application/json"}},
