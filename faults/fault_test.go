@@ -17,6 +17,8 @@ func TestRegistry_HasEveryDesignKind(t *testing.T) {
 	t.Parallel()
 	want := []string{"consumer-restart", "crash", "double-click", "duplicate-delivery", "gateway-5xx", "latency", "rate-limit",
 		"replica-lag", "response-drop", "retention-expiry", "slow-db"}
+	want = append(want, "in-flight", "refuse", "reject", "stall", "unavailable")
+	sort.Strings(want)
 	got := faults.Kinds()
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("kinds %v, want %v", got, want)

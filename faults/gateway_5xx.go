@@ -59,3 +59,11 @@ func (f *Gateway5xx) Route(ctx context.Context, w World, a Attempt) (Route, erro
 	w.Record(f.Kind(), "fire", a.Op, map[string]any{"status": f.Status})
 	return Route{BaseURL: url, Fresh: true}, nil
 }
+
+// ClientAnswer implements [ClientPath]: on a client's path the attempt is
+// forwarded, executes, and the upstream's answer is replaced by the
+// gateway's plain-text 502 or 504.
+func (f *Gateway5xx) ClientAnswer() Answer {
+	return Answer{Forward: true, Status: f.Status, Headers: map[string]string{"Content-Type": "text/plain"},
+		Body: fmt.Sprintf("%d from the gateway (idemchaos gateway-5xx)\n", f.Status)}
+}

@@ -104,3 +104,7 @@ func (l *linkLatency) heal(ctx context.Context, w World, kind string, link Link)
 	w.Record(kind, "heal", 0, nil)
 	return nil
 }
+
+// ClientAnswer implements [ClientPath]: a slow but successful answer —
+// the upstream's own, held back by Latency.
+func (f *Latency) ClientAnswer() Answer { return Answer{Forward: true, Delay: f.Latency} }

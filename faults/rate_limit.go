@@ -58,3 +58,9 @@ func (f *RateLimit) Route(ctx context.Context, w World, a Attempt) (Route, error
 	w.Record(f.Kind(), "fire", a.Op, map[string]any{"retry_after": secs})
 	return Route{BaseURL: url, Fresh: true}, nil
 }
+
+// ClientAnswer implements [ClientPath]: 429 with Retry-After, never
+// forwarded, in the upstream's error shape.
+func (f *RateLimit) ClientAnswer() Answer {
+	return Answer{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: f.RetryAfter}
+}

@@ -49,3 +49,7 @@ func dropRoute(ctx context.Context, w World, kind string, a Attempt, n int) (Rou
 	w.Record(kind, "fire", a.Op, map[string]any{"bytes": n, "path": addr})
 	return Route{BaseURL: "http://" + addr, Fresh: true, Done: func() { _ = remove(context.Background()) }}, nil
 }
+
+// ClientAnswer implements [ClientPath]: the attempt is forwarded and
+// executes, and the client's connection is reset instead of answered.
+func (*ResponseDrop) ClientAnswer() Answer { return Answer{Forward: true, Cut: CutReset} }

@@ -37,7 +37,8 @@ func runChild(raw string) int {
 	case "serve":
 		err = reference.Serve(ctx, reference.Config{DSN: spec.DSN, ReplicaDSN: spec.ReplicaDSN, Addr: spec.Addr,
 			Mutant: spec.Mutant, Retention: spec.Retention, MaxRetryWindow: spec.RetryWindow, Lease: spec.Lease,
-			Tokens: spec.Tokens, Failpoints: true, PurgeInterval: time.Hour, DebugAllow: spec.DebugAllow}, os.Stderr)
+			Tokens: spec.Tokens, Failpoints: true, PurgeInterval: time.Hour, DebugAllow: spec.DebugAllow,
+			ExecuteKeyless: spec.ExecuteKeyless}, os.Stderr)
 	case "pause":
 		// Holds a container's network namespace for the docker env's
 		// service containers, so that a killed service's address refuses

@@ -83,7 +83,8 @@ func startReference(ctx context.Context, local *env.Local, ref scenarios.Referen
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	t.ServiceURL = "http://" + addr
 	serve := sut.ChildSpec{Role: "serve", DSN: proxied, Addr: addr, Mutant: spec.Mutant, Lease: ref.Lease,
-		Retention: ref.Retention, RetryWindow: ref.RetryWindow, Tokens: sut.ByToken(spec.Tokens)}
+		Retention: ref.Retention, RetryWindow: ref.RetryWindow, Tokens: sut.ByToken(spec.Tokens),
+		ExecuteKeyless: spec.ExecuteKeyless}
 	// The correct service never reads the replica; a mutant that declares
 	// it does gets one whenever the environment has a standby.
 	if sb := local.Standby(); sb != nil {

@@ -24,10 +24,15 @@ type metaLine struct {
 
 // writeMeta writes the meta event of a run judged by contract and the
 // invariants named, that reads its effects (withOracle) or does not, as
-// unread, to the start of f.
-func writeMeta(f *os.File, scenario string, seed int64, start time.Time, contract *history.Contract, invariants []string, withOracle bool) (*metaLine, error) {
+// unread, to the start of f; client, for a client run, is its client's
+// contract.
+func writeMeta(f *os.File, scenario string, seed int64, start time.Time, contract *history.Contract, invariants []string, withOracle bool, client *history.ClientContract) (*metaLine, error) {
 	e := history.Event{Type: history.TypeMeta, V: history.Version, Scenario: scenario, Seed: seed,
 		Started: start.UTC().Format(time.RFC3339Nano), Contract: contract, Invariants: invariants, EffectsUnread: true}
+	if client != nil {
+		// A client run: its client, not the upstream, is judged.
+		e.Mode, e.ClientContract = history.ModeClient, client
+	}
 	unread := history.AppendEvent(nil, &e)
 	m := &metaLine{f: f, unread: unread}
 	if withOracle {

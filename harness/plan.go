@@ -25,6 +25,11 @@ type Plan struct {
 	Timed   []TimedFault
 	// Note says what a plan that is only known at run time will hold.
 	Note string `json:",omitempty"`
+	// Client says the plan is a client step's: the user's client sends
+	// each intent and mints its keys; Faults aim at the attempts arriving
+	// on the intent's listener (attempt 0: every attempt) and Timed are
+	// windows hitting every intent's attempts.
+	Client bool `json:",omitempty"`
 }
 
 // TimedFault is a fault applied at a time for a duration.
@@ -165,6 +170,10 @@ func aim(in *driver.Intent, i int, fs []builtFault, coin func(float64, string) b
 		}
 		if in.Faults == nil {
 			in.Faults = map[int]string{}
+		}
+		if f.attempts == 0 { // a client fault on every attempt
+			in.Faults[0] = faultID(f.spec.Kind, fi)
+			continue
 		}
 		first := max(f.spec.When.Attempt, 1)
 		for a := first; a < first+f.attempts; a++ {
@@ -316,7 +325,11 @@ func (p Plan) Describe() string {
 	}
 	b.WriteString("\n")
 	for _, in := range p.Intents {
-		fmt.Fprintf(&b, "  %-6s tenant %-3s key %-14s at %-6s %s %s body %s", in.ID, in.Tenant, in.Key, in.At, in.Method, in.Path, in.Body)
+		if p.Client {
+			fmt.Fprintf(&b, "  %-6s tenant %-3s body %s", in.ID, in.Tenant, in.Body)
+		} else {
+			fmt.Fprintf(&b, "  %-6s tenant %-3s key %-14s at %-6s %s %s body %s", in.ID, in.Tenant, in.Key, in.At, in.Method, in.Path, in.Body)
+		}
 		if in.Variant != "" {
 			fmt.Fprintf(&b, "  (%s)", in.Variant)
 		}
@@ -334,6 +347,10 @@ func (p Plan) Describe() string {
 			}
 			sort.Ints(keys)
 			for _, k := range keys {
+				if k == 0 {
+					fmt.Fprintf(&b, "  every attempt: %s", strings.SplitN(in.Faults[k], "#", 2)[0])
+					continue
+				}
 				fmt.Fprintf(&b, "  attempt %d: %s", k, strings.SplitN(in.Faults[k], "#", 2)[0])
 			}
 		}
@@ -341,6 +358,9 @@ func (p Plan) Describe() string {
 	}
 	for _, tf := range p.Timed {
 		fmt.Fprintf(&b, "  fault %s at %s", tf.Kind, tf.At)
+		if p.Client {
+			b.WriteString(" on every intent's attempts")
+		}
 		if tf.For > 0 {
 			fmt.Fprintf(&b, " for %s", tf.For)
 		} else {
@@ -354,7 +374,7 @@ func (p Plan) Describe() string {
 // Plans returns the plan of every step of s for a seed — what a run with
 // that seed would send — without starting anything (`idemchaos plan`).
 func Plans(s *scenarios.Scenario, seed int64) ([]Plan, error) {
-	steps, err := resolveSteps(s, seed, "", nil)
+	steps, err := resolveSteps(s, seed, "", nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -184,7 +184,7 @@ func TestPlan_KeysAreTheDocumentedFormat(t *testing.T) {
 	t.Parallel()
 	s := parseScenario(t, "name: orders\ntarget: {url: \"http://127.0.0.1:9\"}\ntraffic: {intents: 12, duplicates: 0.3, reuse: 0.2}\nsteps:\n  - {name: one}\n  - {name: two, traffic: {intents: 4}}\neffects: {oracle: none}\n")
 	nonce := strings.Repeat("x", scenarios.NonceLength)
-	steps, err := resolveSteps(s, 42, s.KeyPrefix(nonce), nil)
+	steps, err := resolveSteps(s, 42, s.KeyPrefix(nonce), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -30,6 +31,8 @@ type runPlan struct {
 	// target's database is the one it replicates).
 	standby  bool
 	contract *history.Contract // for the meta line
+	// clientContract (a client scenario) is the meta line's client_contract.
+	clientContract *history.ClientContract
 	// invariants are the checks judged, named in the meta line; judge are
 	// the options the verdict rules read (the contract's statuses).
 	invariants []string
@@ -62,6 +65,9 @@ type stepPlan struct {
 	tenants      []string
 	prefix       string
 	keyPrefix    string
+	// client, in a client scenario, runs the user's command per intent
+	// instead of the driver.
+	client *clientStep
 	// driver is how the plan is sent, but for what only the run knows
 	// (the target's URL, the recorder, the router, the plan's seed).
 	driver driver.Config
@@ -101,11 +107,19 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 	}
 	rp.contract, rp.load, rp.judge = contract.Meta(), contract.LoadOptions(), contract.Options()
 	rp.invariants = s.InvariantNames()
+	if s.IsClient() {
+		// The reference upstream executes keyless POSTs: a client's blind
+		// re-send really makes a second order.
+		rp.clientContract, rp.target.ExecuteKeyless = clientContractOf(s), s.Target.Reference != nil
+	}
 	if rp.checker, err = s.Checker(); err != nil {
 		return nil, err
 	}
 	if rp.named, err = newAcks(s.Effects.ResponseID); err != nil {
 		return nil, fmt.Errorf("effects.response_id: %w", err)
+	}
+	if s.IsClient() {
+		rp.named = nil // the client path attributes by listener
 	}
 	// A user's service remembers every key it ever saw: keys carry the
 	// scenario's name and a nonce of this run, so neither another scenario
@@ -117,7 +131,7 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 		// is larger.
 		return nil, fmt.Errorf("contract.max_key_length: seed %d makes keys of %d characters (%s), longer than %d", opts.Seed, s.KeyLength(opts.Seed), s.LongestKey(opts.Seed), m)
 	}
-	if rp.steps, err = resolveSteps(s, opts.Seed, keyPrefix, opts.Plans); err != nil {
+	if rp.steps, err = resolveSteps(s, opts.Seed, keyPrefix, opts.Plans, opts.do); err != nil {
 		return nil, err
 	}
 	// Even the driver's connections to the harness's own proxies go
@@ -135,12 +149,20 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 // resolveSteps resolves every step of s: its faults built (fresh values,
 // since a fault may keep state while it runs), its traffic, its request
 // and its driver's configuration.
-func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map[int]Plan) ([]stepPlan, error) {
+func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map[int]Plan, do ClientDo) ([]stepPlan, error) {
 	steps := s.EffectiveSteps()
 	rq, tenants := requestOf(s), tenantsOf(s)
 	inFlight := 409
 	if p, err := s.Profile(); err == nil && p.InFlight != 0 {
 		inFlight = p.InFlight
+	}
+	var cs *clientStep
+	if s.IsClient() {
+		var err error
+		if cs, err = newClientStep(s); err != nil {
+			return nil, err
+		}
+		cs.do = do
 	}
 	out := make([]stepPlan, len(steps))
 	for i, st := range steps {
@@ -152,12 +174,21 @@ func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map
 		if st.Traffic != nil {
 			tr = *st.Traffic // the loader already merged the step's overrides
 		}
+		if cs != nil {
+			// The client's own traffic: its intents, all at once as slots
+			// free up; nothing of the driver's.
+			tr = scenarios.Traffic{Intents: cmp.Or(st.Intents, s.Client.Intents), Tenants: tr.Tenants, Concurrency: s.Client.Concurrency}
+			for j := range fs {
+				fs[j] = clientBuiltFault(fs[j].spec, fs[j].fault)
+			}
+		}
 		sp := stepPlan{name: st.Name, expect: expectOf(st), wait: st.Wait, seed: seed + int64(i), traffic: tr, faults: fs,
 			callbacks: st.Callbacks, endpointPath: s.Endpoint.Path, resend: st.Resend && i > 0,
 			request: rq, tenants: tenants, prefix: stepPrefix(i), keyPrefix: keyPrefix}
 		if p, ok := given[i]; ok {
 			sp.given = &p
 		}
+		sp.client = cs
 		sp.driver = driver.Config{Tokens: withProvider(s.Endpoint.Tokens, st.Callbacks), KeyHeader: s.Endpoint.KeyHeader, Template: rq.tmpl,
 			Concurrency: tr.Concurrency, MaxRequests: tr.MaxRequests, Deadline: tr.Deadline, Timeout: tr.Timeout,
 			Model: driver.Model(tr.Client), InFlightStatus: inFlight, DecisionBound: decisionBound(s),
@@ -181,7 +212,11 @@ func (st *stepPlan) draw(prev Plan) Plan {
 	case st.resend:
 		return resendPlan(prev, st.seed, st.faults)
 	}
-	return generatePlan(st.seed, st.traffic, st.request, st.faults, st.tenants, st.prefix, st.keyPrefix)
+	p := generatePlan(st.seed, st.traffic, st.request, st.faults, st.tenants, st.prefix, st.keyPrefix)
+	if st.client != nil {
+		p = clientPlan(p)
+	}
+	return p
 }
 
 func expectOf(st scenarios.Step) string {

@@ -51,7 +51,10 @@ type RunOptions struct {
 	// instead of its own expectation (the Go API's [Step.ExpectViolation]);
 	// the history records it, so a later check judges the step alike.
 	Expect string
-	_      struct{}
+	// do, for [TestClient], calls a Go client in-process instead of a
+	// client scenario's command.
+	do ClientDo
+	_  struct{}
 }
 
 // CorrectService as [RunOptions.Mutant] runs the reference without a mutant.
@@ -130,7 +133,7 @@ func (o *Outcome) Caught() []string {
 		}
 	}
 	var out []string
-	for _, n := range checkers.Names() {
+	for _, n := range checkers.Known() {
 		if seen[n] {
 			out = append(out, n)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/idemchaos/idemchaos/harness/internal/sut"
 	"github.com/idemchaos/idemchaos/harness/oracle"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
 )
 
 // session is one run's history as it is written: the file and its meta
@@ -20,13 +21,17 @@ import (
 // on, and the oracle the effects are read with. Every step of the run
 // writes to it.
 type session struct {
-	path     string
-	f        *os.File
-	meta     *metaLine
-	rec      *driver.Recorder
-	world    *world
-	oracle   oracle.Oracle
-	named    *acks
+	path   string
+	f      *os.File
+	meta   *metaLine
+	rec    *driver.Recorder
+	world  *world
+	oracle oracle.Oracle
+	named  *acks
+	// attrib attributes effects to intents: the acks, or a client step's
+	// fault proxy (what each listener's upstream answers named).
+	attrib   intentNamer
+	gate     *addrgate.Gate
 	recorded map[string]bool // effects already in the history
 	load     history.LoadOptions
 	// stopFlush ends the loop that flushes the history as the run goes.
@@ -42,7 +47,7 @@ func (r *Runner) openSession(rp *runPlan, t *sut.Target, opts RunOptions) (*sess
 	}
 	ora := oracleFor(r.gate(), rp.effects, rp.target.Target.Reference, rp.tenants, t.DSN, t.HasConsumer())
 	begun := time.Now()
-	meta, err := writeMeta(f, rp.name, opts.Seed, begun, rp.contract, rp.invariants, ora != nil)
+	meta, err := writeMeta(f, rp.name, opts.Seed, begun, rp.contract, rp.invariants, ora != nil, rp.clientContract)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -58,7 +63,7 @@ func (r *Runner) openSession(rp *runPlan, t *sut.Target, opts RunOptions) (*sess
 	if sb := r.env.Standby(); sb != nil && rp.standby {
 		w.standby = sb
 	}
-	s := &session{path: path, f: f, meta: meta, rec: rec, world: w, oracle: ora, named: rp.named,
+	s := &session{path: path, f: f, meta: meta, rec: rec, world: w, oracle: ora, named: rp.named, attrib: rp.named, gate: r.gate(),
 		recorded: map[string]bool{}, load: rp.load, stopFlush: make(chan struct{})}
 	// Flush as the run goes, so the file can be followed while it runs and
 	// a run killed outright still leaves most of its history.
@@ -119,14 +124,23 @@ func (s *session) step(ctx context.Context, st *stepPlan, plan Plan) (driver.Sta
 	if err := s.meta.set(false); err != nil {
 		return driver.Stats{}, err
 	}
-	stats, stopFaults, err := sendStep(ctx, s.world, st, plan)
+	var (
+		stats      driver.Stats
+		stopFaults = func() error { return nil }
+		err        error
+	)
+	if st.client != nil {
+		stats, err = s.clientStep(ctx, st, plan)
+	} else {
+		stats, stopFaults, err = sendStep(ctx, s.world, st, plan)
+	}
 	if err == nil && stats.Budget {
 		// Attempts the budget stopped were never judged: the history
 		// says so, and the step cannot pass on the part that ran.
 		err = s.rec.Write(&history.Event{Type: history.TypeBudget, MaxRequests: int64(st.traffic.MaxRequests)})
 	}
 	if err == nil {
-		err = recordEffects(ctx, s.oracle, s.rec, s.recorded, s.named)
+		err = recordEffects(ctx, s.oracle, s.rec, s.recorded, s.attrib)
 	}
 	if err == nil && ctx.Err() == nil {
 		if err = s.rec.Flush(); err == nil {
@@ -165,7 +179,13 @@ func (r *Runner) historyFile(scenario string, opts RunOptions) (string, *os.File
 	return filepath.Clean(f.Name()), f, nil
 }
 
-func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder, seen map[string]bool, named *acks) error {
+// intentNamer attributes an effect (tenant, id) to the intent that made
+// it, "" when it cannot.
+type intentNamer interface {
+	intentOf(tenant, id string) string
+}
+
+func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder, seen map[string]bool, named intentNamer) error {
 	if ora == nil {
 		return nil
 	}

@@ -64,6 +64,11 @@ type Config struct {
 	InitialBalance int64
 	// MaxConns sizes the primary connection pool. Default 16.
 	MaxConns int32
+	// ExecuteKeyless executes a POST without an Idempotency-Key as a new
+	// order every time, as a service without idempotency does, instead of
+	// refusing it (400): the upstream of a client scenario, where a
+	// client's blind re-send must really make a second order.
+	ExecuteKeyless bool
 
 	_ struct{}
 }

@@ -110,6 +110,11 @@ func (s *server) createOrder(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 // before any write, identically on every retry, so nothing is stored.
 func (s *server) parseOrder(w http.ResponseWriter, r *http.Request, rc *reqCtx) (*orderRequest, bool) {
 	key := r.Header.Get(headerIdempotencyKey)
+	if key == "" && len(r.Header.Values(headerIdempotencyKey)) == 0 && s.cfg.ExecuteKeyless {
+		// A keyless POST is a new order each time: a key of its own that
+		// no retry can carry.
+		key = keylessKey()
+	}
 	if len(r.Header.Values(headerIdempotencyKey)) > 1 || key == "" || len(key) > maxKeyBytes || !visibleASCII(key) {
 		rc.writeError(w, http.StatusBadRequest, outcomeRejected, "invalid_idempotency_key",
 			"Idempotency-Key must be 1-255 bytes of visible ASCII")
@@ -401,3 +406,11 @@ func (s *server) conflict(w http.ResponseWriter, rc *reqCtx, rec *keyRecord) {
 
 func newOrderID() string { return "ord_" + rand.Text() }
 func newToken() string   { return rand.Text() }
+
+// keylessKey is the record key of a keyless POST under
+// [Config.ExecuteKeyless]: random, so it never matches another request.
+func keylessKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "keyless-" + hex.EncodeToString(b[:])
+}

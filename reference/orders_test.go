@@ -334,3 +334,22 @@ func TestOrders_BusinessConstraintBacksUpTheKeyTable(t *testing.T) {
 		t.Fatalf("%d ledger entries, want 1 (the refused attempt's debit rolled back)", b)
 	}
 }
+
+func TestOrders_ExecuteKeylessMakesAnOrderEachTime(t *testing.T) {
+	t.Parallel()
+	s := startService(t, reference.Config{ExecuteKeyless: true})
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodPost, s.url+"/v1/orders", strings.NewReader(defaultBody))
+		req.Header.Set("Authorization", "Bearer tok-t1")
+		r, err := do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.status != http.StatusCreated {
+			t.Fatalf("keyless POST: %v, want 201", r)
+		}
+	}
+	if n := queryInt(t, s.dsn, `SELECT count(*) FROM orders`); n != 2 {
+		t.Errorf("%d orders, want 2: a blind re-send is a second order", n)
+	}
+}

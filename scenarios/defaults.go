@@ -104,6 +104,16 @@ func (s *Scenario) fillDefaults(file string) {
 			s.Effects.Oracle = "reference"
 		}
 	}
+	if c := s.Client; c != nil {
+		c.fill()
+		if len(s.Invariants) == 0 {
+			// The client invariants registered in this build: a client
+			// scenario never judges the server's.
+			for _, n := range checkers.SuiteNames(checkers.SuiteClient) {
+				s.Invariants = append(s.Invariants, Invariant{Name: n})
+			}
+		}
+	}
 	if s.Broker != nil {
 		s.Broker.AckWait = orDur(s.Broker.AckWait, time.Second)
 		if s.Consumer != nil && s.Consumer.Instances == 0 {
@@ -113,7 +123,7 @@ func (s *Scenario) fillDefaults(file string) {
 			s.Invariants = []Invariant{{Name: "exactly-once"}, {Name: "no-lost-message"}}
 		}
 	}
-	if len(s.Invariants) == 0 {
+	if len(s.Invariants) == 0 && s.Client == nil {
 		for _, n := range checkers.Names() {
 			s.Invariants = append(s.Invariants, Invariant{Name: n})
 		}
@@ -207,4 +217,21 @@ func orDur(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// fill sets a client block's defaults.
+func (c *Client) fill() {
+	c.Intents = orInt(c.Intents, 20)
+	c.Concurrency = orInt(c.Concurrency, 8)
+	c.Timeout = orDur(c.Timeout, 30*time.Second)
+	k := &c.Contract
+	k.Budget = orInt(k.Budget, 5)
+	if k.RetryStatuses == nil {
+		k.RetryStatuses = []int{408, 425, 429, 500, 502, 503, 504}
+	}
+	if k.PermanentStatuses == nil {
+		k.PermanentStatuses = []int{400, 401, 403, 404, 422}
+	}
+	k.Jitter = or(k.Jitter, "required")
+	k.Unknown = or(k.Unknown, "allowed")
 }

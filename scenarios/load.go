@@ -46,6 +46,7 @@ func Parse(name string, data []byte) (*Scenario, error) {
 	if ok {
 		t.val = t.conv(body, "", 0)
 		t.emptySections()
+		t.clientTarget()
 		t.expandEnv()
 		if len(t.errs.List) == 0 {
 			t.validateSchema()
@@ -150,7 +151,7 @@ func (t *tree) syntaxError(err error) {
 // with every line under it commented out): an empty one means defaults.
 var sections = [][]string{
 	{"target"}, {"target", "reference"}, {"endpoint"}, {"endpoint", "headers"}, {"endpoint", "tokens"},
-	{"contract"}, {"traffic"}, {"traffic", "retry"}, {"effects"}, {"hooks"},
+	{"client"}, {"client", "env"}, {"client", "contract"}, {"contract"}, {"traffic"}, {"traffic", "retry"}, {"effects"}, {"hooks"},
 	{"faults"}, {"faults", "*", "params"}, {"faults", "*", "when"}, {"invariants"}, {"steps"},
 	{"steps", "*", "traffic"}, {"steps", "*", "traffic", "retry"},
 	{"steps", "*", "faults"}, {"steps", "*", "faults", "*", "params"}, {"steps", "*", "faults", "*", "when"},

@@ -25,7 +25,12 @@ type Scenario struct {
 	Name        string `yaml:"name" json:"name"`
 	Description string `yaml:"description" json:"description,omitempty"`
 
-	Target     Target      `yaml:"target" json:"target"`
+	Target Target `yaml:"target" json:"target"`
+	// Client, when set, makes this a client scenario: the traffic comes
+	// from the user's command, once per intent, through a fault proxy of
+	// its own in front of the upstream (the target; the reference by
+	// default). See [Client].
+	Client     *Client     `yaml:"client" json:"client,omitempty"`
 	Endpoint   Endpoint    `yaml:"endpoint" json:"endpoint"`
 	Contract   Contract    `yaml:"contract" json:"contract"`
 	Traffic    Traffic     `yaml:"traffic" json:"traffic"`
@@ -303,6 +308,10 @@ type When struct {
 	Fraction float64       `yaml:"fraction" json:"fraction,omitempty"`
 	Nth      int           `yaml:"nth" json:"nth,omitempty"`
 	Attempt  int           `yaml:"attempt" json:"attempt,omitempty"` // default 1
+	// Attempts (client scenarios) is how many consecutive attempts, from
+	// Attempt on, the fault hits (default 1); Every hits them all.
+	Attempts int  `yaml:"attempts" json:"attempts,omitempty"`
+	Every    bool `yaml:"every" json:"every,omitempty"`
 	_        struct{}
 }
 
@@ -409,7 +418,10 @@ type Step struct {
 	// Expect is "clean" (default) or the name of the invariant expected to
 	// fail, one of the scenario's invariants.
 	Expect string `yaml:"expect" json:"expect"`
-	_      struct{}
+	// Intents (client scenarios) is this step's invocations (default
+	// client.intents).
+	Intents int `yaml:"intents" json:"intents,omitempty"`
+	_       struct{}
 }
 
 // Callbacks are payment-provider callbacks (the reference's
@@ -425,3 +437,47 @@ type Callbacks struct {
 	IDField    string        `yaml:"id_field" json:"id_field"`     // default id
 	_          struct{}
 }
+
+// Client is the caller under test of a client scenario: a command run once
+// per intent, each invocation with its own address on the fault proxy, so
+// that every attempt it makes is attributed to its intent by ground truth.
+type Client struct {
+	// Command is the argv of one invocation.
+	Command []string `yaml:"command" json:"command"`
+	// Intents is the invocations per step (default 20).
+	Intents int `yaml:"intents" json:"intents"`
+	// Concurrency is how many run at once (default 8).
+	Concurrency int `yaml:"concurrency" json:"concurrency"`
+	// Timeout kills an invocation's process group (default 30s).
+	Timeout time.Duration `yaml:"timeout" json:"timeout"`
+	// Env is added to every invocation's environment.
+	Env map[string]string `yaml:"env" json:"env,omitempty"`
+	// Contract is what the client promises (defaults filled in).
+	Contract ClientContract `yaml:"contract" json:"contract"`
+	_        struct{}
+}
+
+// ClientContract is where clients legitimately differ: the client
+// invariants judge by it. Defaults are the seeds' (jitter required).
+type ClientContract struct {
+	// Budget is attempts per intent, the first included (default 5).
+	Budget int `yaml:"budget" json:"budget"`
+	// GlobalBudget is attempts per run (0: intents × budget).
+	GlobalBudget int `yaml:"global_budget" json:"global_budget"`
+	// RetryStatuses may be retried (default 408, 425, 429, 500, 502, 503,
+	// 504); PermanentStatuses never are as they are (default 400, 401,
+	// 403, 404, 422).
+	RetryStatuses     []int `yaml:"retry_statuses" json:"retry_statuses"`
+	PermanentStatuses []int `yaml:"permanent_statuses" json:"permanent_statuses"`
+	// MinBackoff is the shortest wait before a retry (default 0).
+	MinBackoff time.Duration `yaml:"min_backoff" json:"min_backoff,omitempty"`
+	// Jitter is required (default) or optional.
+	Jitter string `yaml:"jitter" json:"jitter"`
+	// Unknown is allowed (default) or forbidden: whether a belief
+	// "outcome unknown" (exit 75) is a violation.
+	Unknown string `yaml:"unknown" json:"unknown"`
+	_       struct{}
+}
+
+// IsClient says the scenario's traffic comes from the user's client.
+func (s *Scenario) IsClient() bool { return s.Client != nil }

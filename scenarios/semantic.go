@@ -23,6 +23,7 @@ func (t *tree) checkSemantics() {
 	}
 	t.checkName()
 	t.checkTarget()
+	t.checkClient()
 	t.checkConsumer()
 	t.checkURL("/effects/url", "effects.url")
 	t.checkFaults("/faults")
@@ -42,7 +43,7 @@ func (t *tree) checkSemantics() {
 // params, which their decoder checks).
 var durationKeys = map[string]bool{
 	"lease": true, "retention": true, "retry_window": true, "visibility_timeout": true,
-	"spread": true, "timeout": true, "deadline": true, "base": true, "max": true,
+	"spread": true, "timeout": true, "min_backoff": true, "deadline": true, "base": true, "max": true,
 	"max_retry_after": true, "at": true, "for": true, "settle": true, "bound": true, "wait": true,
 }
 
@@ -182,6 +183,7 @@ func (t *tree) checkFaults(p string) {
 		if err != nil {
 			continue // the schema named the known kinds
 		}
+		t.checkClientFault(fp, kind, fault)
 		pv, _ := t.get(fp + "/params")
 		params, isMap := pv.(map[string]any)
 		if pv != nil && !isMap {
@@ -403,6 +405,9 @@ func (t *tree) invariantNames() []string {
 	names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(checkers.Known(), n) })
 	slices.Sort(names)
 	names = slices.Compact(names)
+	if len(names) == 0 && t.has("/client") {
+		names = checkers.SuiteNames(checkers.SuiteClient)
+	}
 	if len(names) == 0 {
 		return checkers.Names()
 	}
@@ -428,6 +433,7 @@ func (t *tree) checkInvariants() {
 		if name == "" {
 			continue
 		}
+		t.checkInvariantSide(ip, name)
 		if seen[name] {
 			t.errorf(t.posOf(ip), "%s: %q is listed twice", t.where(ip), name)
 		}
@@ -449,6 +455,9 @@ func (t *tree) checkSteps() {
 				what = "is not an invariant"
 			}
 			t.errorf(t.posOf(sp+"/expect"), "%s.expect: %q %s (expected clean or one of: %s)%s", t.where(sp), exp, what, strings.Join(names, ", "), suggest.DidYouMean(exp, names))
+		}
+		if t.has(sp+"/intents") && !t.has("/client") {
+			t.errorf(t.keyPos(sp+"/intents"), "%s.intents: only in a client scenario (elsewhere traffic.intents)", t.where(sp))
 		}
 		if resend, _ := t.get(sp + "/resend"); resend == true && i == 0 {
 			t.errorf(t.keyPos(sp+"/resend"), "%s.resend: the first step has no earlier step to resend", t.where(sp))

@@ -104,17 +104,36 @@ func writeResolved(w interface{ Write([]byte) (int, error) }, s *scenarios.Scena
 	}
 	e := s.Endpoint
 	fmt.Fprintf(w, "endpoint   %s %s, key header %s, tenant in %s%s, body %s\n", e.Method, e.Path, e.KeyHeader, e.Tenant.In, strings.TrimSuffix(" "+e.Tenant.Name, " "), e.Body)
-	c := s.Contract
-	fmt.Fprintf(w, "contract   %s (missing key %d, reuse %d, in flight %d), fingerprint %s\n", c.Profile, c.MissingKey, c.Reuse, c.InFlight, cmp.Or(c.Fingerprint, "not probed"))
+	if c := s.Contract; s.Client == nil {
+		fmt.Fprintf(w, "contract   %s (missing key %d, reuse %d, in flight %d), fingerprint %s\n", c.Profile, c.MissingKey, c.Reuse, c.InFlight, cmp.Or(c.Fingerprint, "not probed"))
+	}
+	if c := s.Client; c != nil {
+		k := c.Contract
+		fmt.Fprintf(w, "client     %s: %d intents, concurrency %d, timeout %s per invocation (the upstream executes keyless POSTs)\n",
+			strings.Join(c.Command, " "), c.Intents, c.Concurrency, c.Timeout)
+		fmt.Fprintf(w, "contract   budget %d (global %d), retryable %v, permanent %v, min backoff %s, jitter %s, unknown %s\n",
+			k.Budget, k.GlobalBudget, k.RetryStatuses, k.PermanentStatuses, k.MinBackoff, k.Jitter, k.Unknown)
+	} else {
+		writeTraffic(w, s)
+	}
+	for i, f := range s.Faults {
+		fmt.Fprintf(w, "fault %d    %s%s when %s\n", i+1, f.Kind, describeParams(f.Params), describeWhen(f.When))
+	}
+	fmt.Fprintf(w, "effects    oracle %s\n", s.Effects.Oracle)
+	writeInvariants(w, s)
+}
+
+// writeTraffic writes the driver's traffic and client model.
+func writeTraffic(w interface{ Write([]byte) (int, error) }, s *scenarios.Scenario) {
 	t := s.Traffic
 	fmt.Fprintf(w, "traffic    %d intents, %d tenants, concurrency %d, spread %s; duplicates %.2f, collisions %.2f, reuse %.2f, shared keys %.2f\n",
 		t.Intents, t.Tenants, t.Concurrency, t.Spread, t.Duplicates, t.Collisions, t.Reuse, t.SharedKeys)
 	fmt.Fprintf(w, "client     %s; retry: ≤ %d attempts within %s, backoff %s…%s full jitter, Retry-After ≤ %s; timeout %s; deadline %s; ≤ %d requests\n",
 		t.Client, t.Retry.MaxAttempts, t.Retry.Budget, t.Retry.Base, t.Retry.Max, t.Retry.MaxRetryAfter, t.Timeout, t.Deadline, t.MaxRequests)
-	for i, f := range s.Faults {
-		fmt.Fprintf(w, "fault %d    %s%s when %s\n", i+1, f.Kind, describeParams(f.Params), describeWhen(f.When))
-	}
-	fmt.Fprintf(w, "effects    oracle %s\n", s.Effects.Oracle)
+}
+
+// writeInvariants writes the invariants judged.
+func writeInvariants(w interface{ Write([]byte) (int, error) }, s *scenarios.Scenario) {
 	var inv []string
 	for _, i := range s.Invariants {
 		x := i.Name
@@ -137,7 +156,12 @@ func describeWhen(w scenarios.When) string {
 	if w.Nth > 0 {
 		parts = append(parts, fmt.Sprintf("on every %dth intent", w.Nth))
 	}
-	if w.Attempt > 1 || len(parts) > 0 {
+	switch {
+	case w.Every:
+		parts = append(parts, "at every attempt")
+	case w.Attempts > 1:
+		parts = append(parts, fmt.Sprintf("at attempts %d–%d", max(w.Attempt, 1), max(w.Attempt, 1)+w.Attempts-1))
+	case w.Attempt > 1 || len(parts) > 0:
 		parts = append(parts, fmt.Sprintf("at attempt %d", max(w.Attempt, 1)))
 	}
 	if w.At > 0 || len(parts) == 0 {

@@ -27,6 +27,9 @@ type ChildSpec struct {
 	Tokens            map[string]string `json:"tokens,omitempty"`
 	VisibilityTimeout time.Duration     `json:"visibility_timeout,omitempty"`
 	PollInterval      time.Duration     `json:"poll_interval,omitempty"`
+	// ExecuteKeyless: the reference executes keyless POSTs (a client
+	// scenario's upstream).
+	ExecuteKeyless bool `json:"execute_keyless,omitempty"`
 	// DebugAllow is a container's network, trusted for /debug/.
 	DebugAllow []netip.Prefix `json:"debug_allow,omitempty"`
 }

@@ -132,6 +132,9 @@ type TargetSpec struct {
 	// EffectsDSN is where a user's service's effects are read ("" for
 	// none, or the target's own database).
 	EffectsDSN string
+	// ExecuteKeyless starts the reference executing keyless POSTs, each
+	// a new order (a client scenario's upstream).
+	ExecuteKeyless bool
 }
 
 // Target is a started system under test: where clients send traffic,

@@ -1,0 +1,122 @@
+package clients_test
+
+// TestScenario runs every client of the corpus through idemchaos itself —
+// the bundled client probes (scenarios/probes.yaml) against the reference
+// behind the per-intent fault proxy, judged by the client invariants — at
+// several seeds: each client must be caught by exactly the invariants its
+// ground truth (Breaks) lists, and clean on the others.
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemchaos/idemchaos/examples/clients"
+	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/scenarios"
+)
+
+// corpusSeeds is how many seeds each client runs at: CORPUS_SEEDS (3 or
+// more for the corpus's claim), 0 when unset — the run then skips, since
+// 12 clients × 3 seeds of a dozen steps of real processes take about six
+// minutes of a 2-core machine (CI sets it; see test.sh).
+func corpusSeeds(t *testing.T) int {
+	v := os.Getenv("CORPUS_SEEDS")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("CORPUS_SEEDS=%q: want a positive number", v)
+	}
+	return n
+}
+
+func TestScenario(t *testing.T) {
+	seeds := corpusSeeds(t)
+	if seeds == 0 || testing.Short() {
+		t.Skip("the corpus through idemchaos takes minutes: CORPUS_SEEDS=3 go test -run TestScenario ./examples/clients/")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	var pkgs []string
+	for _, c := range clients.Cases() {
+		if c.Build != "" && !slices.Contains(pkgs, "./"+c.Build) {
+			pkgs = append(pkgs, "./"+c.Build)
+		}
+	}
+	build := exec.Command("go", append([]string{"build", "-o", bin + "/"}, pkgs...)...)
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{})
+	if err != nil {
+		t.Fatalf("local environment: %v", err)
+	}
+	t.Cleanup(func() { _ = closeEnv(context.Background()) })
+	// Histories are kept when the test fails, to read what a client did.
+	if r.HistoryDir, err = os.MkdirTemp("", "corpus-histories-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(r.HistoryDir)
+		}
+	})
+	// Three clients at a time: a run is a dozen steps of real processes.
+	slots := make(chan struct{}, 3)
+	var mu sync.Mutex
+	var elapsed time.Duration
+	runs := 0
+	for _, c := range clients.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
+			for seed := int64(1); seed <= int64(seeds); seed++ {
+				s, err := scenarios.Load("scenarios/probes.yaml")
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.Client.Command = c.Command(root, bin)
+				slots <- struct{}{}
+				o, err := r.Run(ctx, s, harness.RunOptions{Seed: seed})
+				<-slots
+				if err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+				mu.Lock()
+				elapsed += o.Elapsed
+				runs++
+				mu.Unlock()
+				caught := o.Caught()
+				for _, inv := range clients.Invariants {
+					broke, truth := slices.Contains(caught, inv), c.Breaks[inv] != ""
+					switch {
+					case broke && !truth:
+						t.Errorf("seed %d: %s caught, but its truth says kept (history %s)", seed, inv, o.HistoryPath)
+					case !broke && truth:
+						t.Errorf("seed %d: %s not caught, but its truth says broken: %s (history %s)", seed, inv, c.Breaks[inv], o.HistoryPath)
+					}
+				}
+				if t.Failed() {
+					return
+				}
+			}
+		})
+	}
+	t.Cleanup(func() {
+		if runs > 0 {
+			t.Logf("%d client runs, %s per run on average", runs, (elapsed / time.Duration(runs)).Round(time.Millisecond))
+		}
+	})
+}

@@ -1,0 +1,362 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemchaos/idemchaos/faults"
+	"github.com/idemchaos/idemchaos/harness/driver"
+	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/addrgate"
+)
+
+// clientPath is a client step's fault proxy: one listener per intent in
+// front of the upstream, each a small HTTP reverse proxy of its own (an
+// aimed answer is decided per attempt — the n-th request on that listener —
+// which a TCP proxy such as Toxiproxy cannot say). Every attempt is
+// recorded by the listener it arrived on: the ground truth of its intent.
+type clientPath struct {
+	rec       *driver.Recorder
+	upstream  string // base URL the proxies forward to
+	transport *http.Transport
+	faults    []builtFault
+	windows   []TimedFault
+	begun     time.Time // the step's start, for the windows
+	keyHeader string
+	// intentHeader, when set, tells the upstream the intent of every
+	// request it forwards (the reference stores it on its orders, so its
+	// effects carry ground truth); the client never sees it.
+	intentHeader string
+	// attribution: the first intent whose upstream answer named a resource.
+	mu    sync.Mutex
+	named map[[2]string]string
+	pick  func([]byte) (string, bool)
+}
+
+// listener is one intent's address on the fault proxy.
+type listener struct {
+	path  *clientPath
+	in    *driver.Intent
+	ln    net.Listener
+	srv   *http.Server
+	addr  string
+	mu    sync.Mutex
+	n     int
+	ended chan struct{} // closed when the intent's invocation ended
+}
+
+// open starts intent in's listener, through the gate.
+func (cp *clientPath) open(ctx context.Context, gate *addrgate.Gate, in *driver.Intent) (*listener, error) {
+	ln, err := gate.Listen(ctx, addrgate.DefaultListen, "the client's proxy listener")
+	if err != nil {
+		return nil, err
+	}
+	l := &listener{path: cp, in: in, ln: ln, addr: ln.Addr().String(), ended: make(chan struct{})}
+	l.srv = &http.Server{Handler: l, ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = l.srv.Serve(ln) }()
+	return l, nil
+}
+
+// attempts is how many requests arrived on the listener.
+func (l *listener) attempts() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+func (l *listener) close() { _ = l.srv.Close() }
+
+// answerFor picks the fault that hits attempt n of in arriving at run time
+// at (from the step's start): aimed at that attempt, at every attempt, or
+// a timed window the attempt arrives in.
+func (cp *clientPath) answerFor(in *driver.Intent, n int, at time.Duration) (builtFault, faults.Answer, bool) {
+	id, ok := in.Faults[n]
+	if !ok {
+		id, ok = in.Faults[0] // every attempt
+	}
+	if ok {
+		if i, good := parseFaultID(id); good && i < len(cp.faults) {
+			if a, isPath := faults.ClientPathOf(cp.faults[i].fault); isPath {
+				return cp.faults[i], a, true
+			}
+		}
+	}
+	for _, w := range cp.windows {
+		if at >= w.At && (w.For <= 0 || at < w.At+w.For) {
+			if a, isPath := faults.ClientPathOf(cp.faults[w.Fault].fault); isPath {
+				return cp.faults[w.Fault], a, true
+			}
+		}
+	}
+	return builtFault{}, faults.Answer{}, false
+}
+
+func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	cp := l.path
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	l.mu.Lock()
+	l.n++
+	n := l.n
+	l.mu.Unlock()
+	op := cp.rec.NextOp()
+	_ = cp.rec.Write(&history.Event{Type: history.TypeInvoke, Op: op, Intent: l.in.ID, Tenant: l.in.Tenant,
+		Key: r.Header.Get(cp.keyHeader), Attempt: n, Listener: l.addr,
+		Req: &history.Request{Method: r.Method, Path: r.URL.RequestURI(), Headers: recordedHeaders(r.Header), Body: body}})
+	f, ans, hit := cp.answerFor(l.in, n, time.Since(cp.begun))
+	if hit {
+		_ = cp.rec.Fault(f.spec.Kind, "fire", op, map[string]any{"intent": l.in.ID, "attempt": n, "forwarded": ans.Forward})
+	}
+	done := func(e history.Event) {
+		e.Op = op
+		if hit && (ans.Proxied() || e.Type != history.TypeOK) {
+			e.By, e.Forwarded = "proxy", ans.Forward
+		}
+		_ = cp.rec.Write(&e)
+	}
+	if hit && !ans.Forward {
+		if ans.Cut != "" {
+			cut(w, ans.Cut == faults.CutReset)
+			done(history.Event{Type: history.TypeFail, Error: "the fault proxy " + map[bool]string{true: "reset", false: "closed"}[ans.Cut == faults.CutReset] + " the connection before forwarding"})
+			return
+		}
+		done(l.answer(w, ans))
+		return
+	}
+	resp, err := cp.forward(r, body, l.in)
+	if err != nil {
+		// The upstream gave no answer: the proxy answers as a gateway.
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprintf(w, "502 from the fault proxy: upstream: %v\n", err)
+		// Whether it executed is unknown: the proxy says it forwarded.
+		_ = cp.rec.Write(&history.Event{Type: history.TypeOK, Op: op, By: "proxy", Forwarded: true, Resp: &history.Response{Status: http.StatusBadGateway}})
+		return
+	}
+	if resp.status/100 == 2 {
+		cp.saw(l.in, resp.body)
+	}
+	switch {
+	case hit && ans.Cut == faults.CutReset:
+		cut(w, true)
+		done(history.Event{Type: history.TypeInfo, Error: "the fault proxy reset the connection after the upstream answered"})
+	case hit && ans.Cut == faults.CutStall:
+		l.stall(w, r, ans.Delay)
+		done(history.Event{Type: history.TypeInfo, Error: "the fault proxy sent no answer after the upstream answered (a stall past the client's deadline)"})
+	case hit && ans.Status != 0:
+		done(l.answer(w, ans))
+	default:
+		if hit && ans.Delay > 0 {
+			select {
+			case <-time.After(ans.Delay):
+			case <-r.Context().Done():
+			case <-l.ended:
+			}
+		}
+		for k, vs := range resp.header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(resp.status)
+		_, _ = w.Write(resp.body)
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		e := history.Event{Type: history.TypeOK, Resp: &history.Response{Status: resp.status, Headers: recordedHeaders(resp.header), Body: resp.body},
+			RetryAfterMS: retryAfterMS(resp.header.Get("Retry-After"))}
+		done(e)
+	}
+}
+
+// answer writes the proxy's own answer ans in the upstream's stead and
+// returns its ok event.
+func (l *listener) answer(w http.ResponseWriter, ans faults.Answer) history.Event {
+	h := w.Header()
+	body := ans.Body
+	if body == "" {
+		// The reference's error shape: clients decide from the body too.
+		b, _ := json.Marshal(map[string]string{"error": ans.Code, "message": fmt.Sprintf("%d from idemchaos's fault proxy", ans.Status)})
+		body = string(b)
+		h.Set("Content-Type", "application/json")
+	}
+	for k, v := range ans.Headers {
+		h.Set(k, v)
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
+	if ans.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(ans.RetryAfter.Seconds()))))
+	}
+	w.WriteHeader(ans.Status)
+	_, _ = io.WriteString(w, body)
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	return history.Event{Type: history.TypeOK, Resp: &history.Response{Status: ans.Status, Headers: recordedHeaders(h), Body: []byte(body)},
+		RetryAfterMS: retryAfterMS(h.Get("Retry-After"))}
+}
+
+// cut ends the client's connection without an answer: reset (RST) or
+// closed.
+func cut(w http.ResponseWriter, reset bool) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok && reset {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// stall holds the client's connection without a byte until the client
+// gives up (closes it), its invocation ends, or hold runs out.
+func (l *listener) stall(w http.ResponseWriter, r *http.Request, hold time.Duration) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		_, _ = io.Copy(io.Discard, conn) // EOF: the client hung up
+	}()
+	if hold <= 0 {
+		hold = time.Minute
+	}
+	select {
+	case <-gone:
+	case <-l.ended:
+	case <-time.After(hold):
+	}
+}
+
+// upstreamAnswer is the upstream's answer, read to its end.
+type upstreamAnswer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// forward sends the client's request on to the upstream and reads its
+// whole answer, so the upstream has finished when the proxy answers.
+func (cp *clientPath) forward(r *http.Request, body []byte, in *driver.Intent) (upstreamAnswer, error) {
+	// Detached from the client: a client that hangs up does not stop an
+	// attempt the upstream is executing (it would not on a real network).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute)
+	defer cancel()
+	out, err := http.NewRequestWithContext(ctx, r.Method, cp.upstream+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return upstreamAnswer{}, err
+	}
+	for k, vs := range r.Header {
+		if hopHeader(k) {
+			continue
+		}
+		out.Header[k] = vs
+	}
+	if cp.intentHeader != "" {
+		out.Header.Set(cp.intentHeader, in.ID)
+	}
+	resp, err := cp.transport.RoundTrip(out)
+	if err != nil {
+		return upstreamAnswer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return upstreamAnswer{}, err
+	}
+	h := resp.Header.Clone()
+	for k := range h {
+		if hopHeader(k) || strings.EqualFold(k, "Content-Length") {
+			delete(h, k)
+		}
+	}
+	return upstreamAnswer{status: resp.StatusCode, header: h, body: b}, nil
+}
+
+// hopHeader is a hop-by-hop header (RFC 9110 §7.6.1), not forwarded.
+func hopHeader(k string) bool {
+	switch http.CanonicalHeaderKey(k) {
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
+}
+
+// saw notes an upstream answer of intent in that named a resource: the
+// first intent it named it for owns its effect (a later replay to another
+// intent does not).
+func (cp *clientPath) saw(in *driver.Intent, body []byte) {
+	id, ok := cp.pick(body)
+	if !ok || id == "" {
+		return
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	k := [2]string{in.Tenant, id}
+	if _, taken := cp.named[k]; !taken {
+		cp.named[k] = in.ID
+	}
+}
+
+// intentOf is the intent an effect (tenant, id) is attributed to, "" for
+// none: matched as the oracle reports it or by the id part of "<kind> <id>".
+func (cp *clientPath) intentOf(tenant, id string) string {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if in, ok := cp.named[[2]string{tenant, id}]; ok {
+		return in
+	}
+	if _, rest, ok := strings.Cut(id, " "); ok {
+		return cp.named[[2]string{tenant, rest}]
+	}
+	return ""
+}
+
+// recordedHeaders are a request's or response's headers as recorded:
+// sorted, credentials hidden.
+func recordedHeaders(h http.Header) history.Headers {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make(history.Headers, 0, len(names))
+	for _, k := range names {
+		v := strings.Join(h[k], ", ")
+		if strings.EqualFold(k, "Authorization") {
+			v = "[redacted]"
+		}
+		out = append(out, history.Header{Name: k, Value: v})
+	}
+	return out
+}
+
+// retryAfterMS is the delay a Retry-After value asks for, in
+// milliseconds: delay-seconds or an HTTP-date (0 for none or garbage).
+func retryAfterMS(v string) int64 {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
+		return s * 1000
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t).Milliseconds(), 0)
+	}
+	return 0
+}
