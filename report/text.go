@@ -250,9 +250,9 @@ func dash(s string) string {
 // nothing says so instead of PASS.
 func invariantLine(iv Invariant) string {
 	if iv.Verdict == NotExercised {
-		return fmt.Sprintf("      %-13s %-19s %s", "NOT EXERCISED", iv.Name, iv.Reason)
+		return fmt.Sprintf("      %-13s %-20s %s", "NOT EXERCISED", iv.Name, iv.Reason)
 	}
-	line := fmt.Sprintf("      %-13s %-19s checked %d", strings.ToUpper(iv.Verdict), iv.Name, iv.Checked)
+	line := fmt.Sprintf("      %-13s %-20s checked %d", strings.ToUpper(iv.Verdict), iv.Name, iv.Checked)
 	if k := len(iv.Violations); k > 0 {
 		line += fmt.Sprintf(", %d violation%s", k, map[bool]string{true: "", false: "s"}[k == 1])
 	}

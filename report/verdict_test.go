@@ -42,7 +42,7 @@ func TestNotExercised_Text(t *testing.T) {
 	if !strings.Contains(out, "NOT EXERCISED durable-ack") || !strings.Contains(out, "no crash in the history") {
 		t.Errorf("durable-ack must say not exercised, with why:\n%s", out)
 	}
-	if !strings.Contains(out, "PASS          exactly-once        checked 1") {
+	if !strings.Contains(out, "PASS          exactly-once         checked 1") {
 		t.Errorf("exactly-once judged one intent and passed:\n%s", out)
 	}
 }
