@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,12 @@ type session struct {
 	named    *acks
 	recorded map[string]bool // effects already in the history
 	load     history.LoadOptions
+	// reference says the target is the bundled reference, whose handlers
+	// are counted: the effects are read once none runs. Otherwise settle
+	// is the scenario's effects.settle (see settleFor).
+	reference bool
+	settle    time.Duration
+	metrics   *http.Client // the reference's in-flight gauge, through the gate
 	// stopFlush ends the loop that flushes the history as the run goes.
 	stopFlush chan struct{}
 }
@@ -59,7 +66,11 @@ func (r *Runner) openSession(rp *runPlan, t *sut.Target, opts RunOptions) (*sess
 		w.standby = sb
 	}
 	s := &session{path: path, f: f, meta: meta, rec: rec, world: w, oracle: ora, named: rp.named,
-		recorded: map[string]bool{}, load: rp.load, stopFlush: make(chan struct{})}
+		recorded: map[string]bool{}, load: rp.load, stopFlush: make(chan struct{}),
+		reference: rp.effects.Oracle == "reference", settle: rp.effects.Settle}
+	if s.reference {
+		s.metrics = r.gate().HTTPClient("the reference's /metrics", 5*time.Second)
+	}
 	// Flush as the run goes, so the file can be followed while it runs and
 	// a run killed outright still leaves most of its history.
 	go func() {
@@ -126,7 +137,7 @@ func (s *session) step(ctx context.Context, st *stepPlan, plan Plan) (driver.Sta
 		err = s.rec.Write(&history.Event{Type: history.TypeBudget, MaxRequests: int64(st.traffic.MaxRequests)})
 	}
 	if err == nil {
-		err = recordEffects(ctx, s.oracle, s.rec, s.recorded, s.named)
+		err = s.readEffects(ctx, st, stats)
 	}
 	if err == nil && ctx.Err() == nil {
 		if err = s.rec.Flush(); err == nil {
@@ -165,14 +176,49 @@ func (r *Runner) historyFile(scenario string, opts RunOptions) (string, *os.File
 	return filepath.Clean(f.Name()), f, nil
 }
 
-func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder, seen map[string]bool, named *acks) error {
-	if ora == nil {
+// readEffects reads the step's effects once the service has quiesced, and
+// records when it had (a settled event) so that a check of the history
+// holds a timed-out attempt open as long as the run did. The reference's
+// in-flight handlers are counted, so it is read as soon as none runs; a
+// user's service is read after its settle (settleFor) and once two reads
+// agree.
+func (s *session) readEffects(ctx context.Context, st *stepPlan, stats driver.Stats) error {
+	if s.oracle == nil {
 		return nil
 	}
-	read, err := oracle.Read(ctx, ora)
+	if s.reference {
+		if stats.Info > 0 && referenceQuiesce(ctx, s.metrics, s.world.t.ServiceURL) {
+			if err := s.rec.Write(&history.Event{Type: history.TypeSettled}); err != nil {
+				return err
+			}
+		}
+		read, err := oracle.Read(ctx, s.oracle)
+		if err != nil {
+			return err
+		}
+		return recordEffects(read, s.rec, s.recorded, s.named)
+	}
+	wait := settleFor(s.settle, stats, st.driver.Timeout)
+	if wait <= 0 {
+		read, err := oracle.Read(ctx, s.oracle)
+		if err != nil {
+			return err
+		}
+		return recordEffects(read, s.rec, s.recorded, s.named)
+	}
+	read, end, err := settleRead(ctx, s.oracle, s.rec, wait)
 	if err != nil {
 		return err
 	}
+	if err := s.rec.Write(&history.Event{Type: history.TypeSettled, NS: end}); err != nil {
+		return err
+	}
+	return recordEffects(read, s.rec, s.recorded, s.named)
+}
+
+// recordEffects writes one read of the oracle into the history: where it
+// read, then each effect not recorded before.
+func recordEffects(read oracle.Reading, rec *driver.Recorder, seen map[string]bool, named *acks) error {
 	// Where it read and what came back: an oracle that reads nothing at
 	// all, while requests were acknowledged, reads the wrong place.
 	if err := rec.Write(&history.Event{Type: history.TypeOracle, Source: read.Source, Read: len(read.Effects), Got: read.Got}); err != nil {

@@ -39,6 +39,12 @@ const (
 	// TypeOracle is one read of the effect oracle: where it read, how many
 	// effects came back, and what came back when none did.
 	TypeOracle Type = "oracle"
+	// TypeSettled says the service had quiesced by its ns: the harness
+	// waited after a step's last attempt ended (effects.settle, and until
+	// two reads of the oracle agreed) before it read the effects. An
+	// attempt that ended info before it may have run on the server until
+	// then, so the checkers hold it open until the settle's end.
+	TypeSettled Type = "settled"
 )
 
 // Event is one line of a history. Which fields are meaningful depends on

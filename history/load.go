@@ -138,6 +138,9 @@ type History struct {
 	Environment string
 	// Oracle lists the reads of the effect oracle the history records.
 	Oracle []OracleRead
+	// Settled lists the ns of the history's settled events, in order: when
+	// the service had quiesced before its effects were read.
+	Settled []int64
 	// Events is the number of events read; End the largest ns seen.
 	Events int
 	End    int64
@@ -349,7 +352,7 @@ func (h *History) add(e *Event, l *loader) error {
 		if h.Interrupted == "" {
 			h.Interrupted = "interrupted"
 		}
-	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle:
+	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle, TypeSettled:
 		h.addRun(e, l.attempts.n, l.effects.n)
 	case TypeEffect:
 		h.EffectsKnown = true

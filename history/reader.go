@@ -242,7 +242,7 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 			return true, err
 		}
 		return true, nil
-	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle:
+	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle, TypeSettled:
 		return true, decodeRun(v, e)
 	case TypeInvoke:
 		return true, decodeInvoke(v, e)

@@ -463,7 +463,7 @@ func (sp *splitter) route(f *fact) error {
 	line, raw := f.line, f.raw
 	switch f.typ {
 	case TypeInvoke, TypeOK, TypeInfo, TypeFail, TypeEffect, TypeMeta, TypeFault, TypeInterrupted,
-		TypeStep, TypeBudget, TypeEnvironment, TypeOracle: // the last four, like an unknown type, go to every key partition
+		TypeStep, TypeBudget, TypeEnvironment, TypeOracle, TypeSettled: // the last five, like an unknown type, go to every key partition
 		sp.s.Events++
 		sp.s.End = max(sp.s.End, f.ns)
 	default:

@@ -144,6 +144,8 @@ func AppendEvent(dst []byte, e *Event) []byte {
 	case TypeEnvironment:
 		dst = appendOptString(dst, "error", e.Error)
 		dst = appendInt(dst, "ns", e.NS)
+	case TypeSettled:
+		dst = appendInt(dst, "ns", e.NS)
 	case TypeOracle:
 		dst = appendOptString(dst, "source", e.Source)
 		dst = appendInt(dst, "effects", int64(e.Read))

@@ -281,7 +281,10 @@ type Effects struct {
 	// an effect with that id is attributed to the request's intent.
 	ResponseID string `yaml:"response_id" json:"response_id,omitempty"`
 	// Settle is how long to wait for asynchronous effects (the queue) to
-	// drain before reading them (default 0; reference targets poll instead).
+	// drain before reading them, after every step (default 0: one client
+	// timeout, bounded, after a step in which an attempt timed out, whose
+	// work may still be running; reference targets count their handlers
+	// instead). The effects are then read until two reads agree.
 	Settle time.Duration `yaml:"settle" json:"settle,omitempty"`
 	_      struct{}
 }
