@@ -50,6 +50,13 @@ func overlaps(a, b *history.Attempt, end int64) bool {
 	return a.Invoke < b.End(end) && b.Invoke < a.End(end)
 }
 
+// overlapsOpen is [overlaps] with a timed-out attempt held open until the
+// service quiesced ([history.History.OpenUntil]): its work may have run
+// on the server after the client gave up.
+func overlapsOpen(h *history.History, a, b *history.Attempt) bool {
+	return a.Invoke < h.OpenUntil(b) && b.Invoke < h.OpenUntil(a)
+}
+
 // describeScope names a scope for an explanation: "key k-9, tenant t1, POST /v1/orders".
 func describeScope(s scope) string {
 	var b strings.Builder

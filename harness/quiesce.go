@@ -23,7 +23,7 @@ import (
 // later, within these bounds.
 const (
 	minDefaultSettle = 100 * time.Millisecond
-	maxDefaultSettle = 2 * time.Second
+	maxDefaultSettle = time.Second
 	// maxSettleReads bounds the reads that must agree: a service that
 	// keeps writing (a consumer that never drains) is read as it stands.
 	maxSettleReads = 10
@@ -61,12 +61,12 @@ func settleFor(named time.Duration, stats driver.Stats, clientTimeout time.Durat
 // maxSettleReads). It returns the last reading and when the agreeing pair
 // began: the settle's end, written into the history by the caller.
 func settleRead(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder, wait time.Duration) (oracle.Reading, int64, error) {
-	if !ctxwait.Sleep(ctx, wait) {
+	if wait > 0 && !ctxwait.Sleep(ctx, wait) {
 		return oracle.Reading{}, 0, context.Cause(ctx)
 	}
 	// Between reads a fraction of the settle: a late write lands within
 	// the order of the client's timeout.
-	gap := max(wait/4, 20*time.Millisecond)
+	gap := max(wait/4, 25*time.Millisecond)
 	end := rec.Now()
 	prev, err := oracle.Read(ctx, ora)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness/driver"
@@ -36,6 +37,8 @@ type session struct {
 	reference bool
 	settle    time.Duration
 	metrics   *http.Client // the reference's in-flight gauge, through the gate
+	// lastInfo is when the last attempt that ended info ended (run ns).
+	lastInfo atomic.Int64
 	// stopFlush ends the loop that flushes the history as the run goes.
 	stopFlush chan struct{}
 }
@@ -71,6 +74,11 @@ func (r *Runner) openSession(rp *runPlan, t *sut.Target, opts RunOptions) (*sess
 	if s.reference {
 		s.metrics = r.gate().HTTPClient("the reference's /metrics", 5*time.Second)
 	}
+	rec.OnEvent(func(e *history.Event) {
+		if e.Type == history.TypeInfo {
+			s.lastInfo.Store(e.NS)
+		}
+	})
 	// Flush as the run goes, so the file can be followed while it runs and
 	// a run killed outright still leaves most of its history.
 	go func() {
@@ -199,7 +207,11 @@ func (s *session) readEffects(ctx context.Context, st *stepPlan, stats driver.St
 		return recordEffects(read, s.rec, s.recorded, s.named)
 	}
 	wait := settleFor(s.settle, stats, st.driver.Timeout)
-	if wait <= 0 {
+	if s.settle <= 0 && wait > 0 {
+		// The default settle counts from the last timeout: work that
+		// has run one more timeout since is done or stuck.
+		wait = max(wait-time.Duration(s.rec.Now()-s.lastInfo.Load()), 0)
+	} else if wait <= 0 {
 		read, err := oracle.Read(ctx, s.oracle)
 		if err != nil {
 			return err
