@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"slices"
@@ -66,14 +67,6 @@ type Violation struct {
 	// Cause names the known pitfall the shape of the violation points to,
 	// when it points to one (see the seed article's symptom → cause table).
 	Cause string
-
-	// ifLoose is the cause to give instead when the whole history shows a
-	// loose payload comparison elsewhere: set only when a part of a history
-	// is checked alone ([WithGlobals]), and settled by [Merge].
-	ifLoose string
-	// twin asks the merge for an executed intent that sent the same body
-	// under another key ([ResolveTwins]); set only like ifLoose.
-	twin *twinQuery
 }
 
 // String returns the explanation followed by the likely cause.
@@ -96,10 +89,6 @@ type Result struct {
 	Checked int
 	// Results holds the parts of a composite result made by [All].
 	Results []Result
-
-	// t keeps the counts behind Reason and Verdict, so that the results of
-	// the parts of a partitioned history can be merged ([Merge]).
-	t tally
 }
 
 // Failures returns the non-passing results of a composite, numbered for
@@ -180,32 +169,6 @@ func WithRetentionGap(d time.Duration) Option { return func(c *config) { c.contr
 // canonical or either (see [Contract.Fingerprint]).
 func WithFingerprint(mode string) Option { return func(c *config) { c.contract.Fingerprint = mode } }
 
-// Names lists the invariants of DESIGN §4 in their canonical order.
-func Names() []string {
-	return []string{"exactly-once", "replay-identical", "reuse-rejected", "in-flight-conflict", "tenant-isolation", "eventually-decided", "durable-ack"}
-}
-
-// ByName returns the checker of the named invariant.
-func ByName(name string, opts ...Option) (Checker, error) {
-	switch name {
-	case "exactly-once":
-		return ExactlyOnce(opts...), nil
-	case "replay-identical":
-		return ReplayIdentical(opts...), nil
-	case "reuse-rejected":
-		return ReuseRejected(opts...), nil
-	case "in-flight-conflict":
-		return InFlightConflict(opts...), nil
-	case "tenant-isolation":
-		return TenantIsolation(opts...), nil
-	case "eventually-decided":
-		return EventuallyDecided(opts...), nil
-	case "durable-ack":
-		return DurableAck(opts...), nil
-	}
-	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownInvariant, name, strings.Join(Names(), ", "))
-}
-
 // Default returns all seven checkers with the same options.
 func Default(opts ...Option) Checker {
 	cs := make([]Checker, 0, len(Names()))
@@ -256,7 +219,7 @@ func (d deadlined) Check(h *history.History, effects []history.Effect) Result {
 	case all:
 		return c.checkIndex(ix)
 	case indexed:
-		return c.check(ix)
+		return c.check(ix).Result
 	}
 	return d.c.Check(h, effects)
 }
@@ -265,13 +228,23 @@ func (a all) checkIndex(ix *index) Result { return a.checkOn(ix, runtime.GOMAXPR
 
 // checkOn runs a's checks on up to workers goroutines.
 func (a all) checkOn(ix *index, workers int) Result {
+	r := Result{Name: a.Name()}
+	for _, p := range a.partsOn(ix, workers) {
+		r.addPart(p.Result)
+	}
+	return r
+}
+
+// partsOn runs a's checks on up to workers goroutines, each result with
+// what a merge of parts needs ([CheckParts]), in a's order.
+func (a all) partsOn(ix *index, workers int) []Part {
 	h, effects := ix.h, ix.effects
-	parts := make([]Result, len(a))
+	parts := make([]Part, len(a))
 	run := func(i int) {
 		if ic, ok := a[i].(indexed); ok {
 			parts[i] = ic.check(ix)
 		} else {
-			parts[i] = a[i].Check(h, effects)
+			parts[i] = Part{Result: a[i].Check(h, effects)}
 		}
 	}
 	// The checks are independent once the index is built (it builds each
@@ -298,30 +271,17 @@ func (a all) checkOn(ix *index, workers int) Result {
 			run(i)
 		}
 	}
-	r := Result{Name: a.Name()}
-	for _, p := range parts {
-		r.addPart(p)
-	}
-	return r
+	return parts
 }
-
-// runFirst ranks the checks that are best started first when they run side
-// by side: exactly-once builds the groups and the attribution the others
-// wait for, while tenant-isolation and in-flight-conflict, long and needing
-// no attribution, keep the other processors busy meanwhile.
-var runFirst = map[string]int{"exactly-once": 1, "tenant-isolation": 2, "in-flight-conflict": 3, "eventually-decided": 4}
 
 // runOrder returns the indices of a's checks in the order they are started.
 func runOrder(a all) []int {
 	order := make([]int, len(a))
 	rank := make([]int, len(a))
 	for i, c := range a {
-		order[i], rank[i] = i, len(runFirst)+1
-		if r, ok := runFirst[c.Name()]; ok {
-			rank[i] = r
-		}
+		order[i], rank[i] = i, startRank(c.Name())
 	}
-	slices.SortStableFunc(order, func(x, y int) int { return rank[x] - rank[y] })
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(rank[x], rank[y]) })
 	return order
 }
 
@@ -329,7 +289,7 @@ func runOrder(a all) []int {
 // definite; otherwise a truncated history or an explicit reason is unknown.
 // A run that was interrupted is unknown whatever it shows: its traffic and
 // its effects were cut off, so what looks like a violation may be neither.
-func finish(r Result, h *history.History, unknown string) Result {
+func finish(r Part, h *history.History, unknown string) Part {
 	sort.SliceStable(r.Violations, func(i, j int) bool { return firstOp(r.Violations[i]) < firstOp(r.Violations[j]) })
 	switch {
 	case h.Interrupted != "":

@@ -8,8 +8,13 @@
 //   - [Checker]: Name and Check. Constructors return the interface:
 //     [ExactlyOnce], [ReplayIdentical], [ReuseRejected], [InFlightConflict],
 //     [TenantIsolation], [EventuallyDecided], [DurableAck].
-//   - [All] composes checkers; [Default] returns all seven; [ByName] finds
-//     one by its invariant name; [Names] lists them.
+//   - [Register]: each invariant registers itself from its own file (a
+//     [Registration]: name, constructor, place in its suites, start rank),
+//     as fault kinds do; a new invariant is one file plus its goldens.
+//     [All] composes checkers; [Default] returns the seven of the server
+//     suite; [ByName] finds one by its invariant name; [Names] lists the
+//     server suite, [SuiteNames] any suite ([SuiteServer], [SuiteClient]),
+//     [Known] every registered invariant.
 //   - [Result], [Verdict] and [Violation]: three-valued verdicts (pass,
 //     violation, unknown) with plain-words explanations. Unknown is never a pass.
 //   - [Contract]: everything a service may legitimately choose (status
@@ -27,6 +32,10 @@
 //     history alone ([Judgement], [StepResult], the fourth outcome
 //     [EnvironmentError]); [FactsOf], [Facts.Add] and [Decide] apply the
 //     same rules to a history checked in parts (partitions, machines).
+//   - [CheckParts], [Part], [Merge]: a history checked in parts (keys by
+//     partition, with [WithGlobals]); a Part keeps beside its [Result] what
+//     the merge needs, and a checker whose whole is more than the sum of its
+//     parts merges them its own way, in its own file.
 //
 // Every checker runs in time linear in the history (plus sorting the
 // attempts of one key; in-flight-conflict sweeps a key in n log n) and does

@@ -7,6 +7,10 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+func init() {
+	Register(Registration{Name: "durable-ack", New: DurableAck, Suites: map[string]int{SuiteServer: 7}})
+}
+
 // DurableAck returns the checker of "durable-ack": every intent acknowledged
 // with a success before a crash still has its effect after the restart. It
 // needs crash faults in the history; without one there is nothing to check
@@ -20,13 +24,12 @@ var _ Checker = durableAck{}
 func (durableAck) Name() string { return "durable-ack" }
 
 func (c durableAck) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
-func (c durableAck) check(ix *index) Result {
+func (c durableAck) check(ix *index) Part {
 	h, effects := ix.h, ix.effects
-	r := Result{Name: c.Name()}
-	r.t.settle = settleDurable
+	r := Part{Result: Result{Name: c.Name()}}
 	var crashes []int64
 	for _, f := range h.Faults {
 		if f.Kind == "crash" && f.Action == "fire" {
@@ -105,12 +108,17 @@ func (c durableAck) check(ix *index) Result {
 
 // settleDurableAck gives the verdict and reason from the violations and the
 // tally: the end of a check, and of a merge of checked parts.
-func settleDurableAck(r Result, h *history.History) Result {
+func settleDurableAck(r Part, h *history.History) Part {
 	r = finish(r, h, r.t.early)
 	if r.t.noCrash && r.Verdict == Pass {
 		r.Reason = "no crash in the history: nothing to check"
 	}
 	return r
+}
+
+// mergeParts settles the whole from its parts, as a check does at its end.
+func (durableAck) mergeParts(r Part, _ []Part, h *history.History) Part {
+	return settleDurableAck(r, h)
 }
 
 func (c durableAck) lost(h *history.History, attr *attribution, u *unit, crash int64) Violation {

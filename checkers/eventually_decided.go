@@ -9,6 +9,11 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+// Started early, after the long checks that need no attribution.
+func init() {
+	Register(Registration{Name: "eventually-decided", New: EventuallyDecided, Suites: map[string]int{SuiteServer: 6}, Start: 4})
+}
+
 // EventuallyDecided returns the checker of "eventually-decided": after the
 // faults heal, retries of a key get a definite answer (a success or a
 // rejection, not the in-flight status, 429 or 5xx) within the decision bound
@@ -28,13 +33,12 @@ var _ Checker = eventuallyDecided{}
 func (eventuallyDecided) Name() string { return "eventually-decided" }
 
 func (c eventuallyDecided) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
-func (c eventuallyDecided) check(ix *index) Result {
+func (c eventuallyDecided) check(ix *index) Part {
 	h := ix.h
-	r := Result{Name: c.Name()}
-	r.t.settle = settleDecided
+	r := Part{Result: Result{Name: c.Name()}}
 	var heals []int64
 	hit := make(map[int64]bool)
 	for _, f := range h.Faults {
@@ -140,7 +144,7 @@ func (c eventuallyDecided) check(ix *index) Result {
 
 // settleEventuallyDecided gives the verdict and reason from the violations
 // and the tally: the end of a check, and of a merge of checked parts.
-func settleEventuallyDecided(r Result, h *history.History) Result {
+func settleEventuallyDecided(r Part, h *history.History) Part {
 	undecidable := r.t.undecidable
 	unknown := ""
 	if r.Checked > 0 && len(r.Violations) == 0 && undecidable*2 > r.Checked {
@@ -149,6 +153,12 @@ func settleEventuallyDecided(r Result, h *history.History) Result {
 		r.Reason = fmt.Sprintf("%d %s stopped retrying before the bound and %s not judged", undecidable, plural(undecidable, "key", "keys"), plural(undecidable, "was", "were"))
 	}
 	return finish(r, h, unknown)
+}
+
+// mergeParts settles the whole from its parts, as a check does at its end:
+// the keys that stopped early add up.
+func (eventuallyDecided) mergeParts(r Part, _ []Part, h *history.History) Part {
+	return settleEventuallyDecided(r, h)
 }
 
 func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, what string, healed int64, stuck bool) Violation {

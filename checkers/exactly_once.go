@@ -9,6 +9,12 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+// Started first: it builds the groups and the attribution the other
+// checks wait for.
+func init() {
+	Register(Registration{Name: "exactly-once", New: ExactlyOnce, Suites: map[string]int{SuiteServer: 1}, Start: 1})
+}
+
 // ExactlyOnce returns the checker of "exactly-once": an intent with an
 // acknowledged success has exactly one effect of each kind; one with only
 // indeterminate attempts has zero or one; one with only definite rejections
@@ -23,13 +29,12 @@ var _ Checker = exactlyOnce{}
 func (exactlyOnce) Name() string { return "exactly-once" }
 
 func (c exactlyOnce) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
-func (c exactlyOnce) check(ix *index) Result {
+func (c exactlyOnce) check(ix *index) Part {
 	h, effects := ix.h, ix.effects
-	r := Result{Name: c.Name()}
-	r.t.settle = settleExactly
+	r := Part{Result: Result{Name: c.Name()}}
 	unread := h.Meta.EffectsUnread
 	if !h.EffectsKnown && len(effects) == 0 {
 		why := "the history records no effects (no effect events, and the meta event does not set effects_recorded), so nothing can be said about how many times anything executed"
@@ -45,7 +50,7 @@ func (c exactlyOnce) check(ix *index) Result {
 		g := &at.groups[gi]
 		r.Checked += int(g.nUn)
 		if g.nUn == 1 {
-			if v, bad := c.judgeUnit(h, effects, &at.units[at.unitsOf(g)[0]], at.effectsOf(g), unread, &bodies, at); bad {
+			if v, bad := c.judgeUnit(h, effects, &at.units[at.unitsOf(g)[0]], at.effectsOf(g), unread, &bodies, at, &r.twins); bad {
 				r.Violations = append(r.Violations, v)
 			}
 			continue
@@ -53,7 +58,7 @@ func (c exactlyOnce) check(ix *index) Result {
 		if bodies == nil {
 			bodies = indexBodies(h, at)
 		}
-		r.Violations = append(r.Violations, c.judgeGroup(h, effects, at, g, unread, bodies)...)
+		r.Violations = append(r.Violations, c.judgeGroup(h, effects, at, g, unread, bodies, &r.twins)...)
 	}
 	r.t.orphans, r.t.unread = at.orphans, unread
 	return settleExactlyOnce(r, h)
@@ -61,7 +66,7 @@ func (c exactlyOnce) check(ix *index) Result {
 
 // settleExactlyOnce gives the verdict and reason from the violations and
 // the tally: the end of a check, and of a merge of checked parts.
-func settleExactlyOnce(r Result, h *history.History) Result {
+func settleExactlyOnce(r Part, h *history.History) Part {
 	var notes []string
 	if n := r.t.orphans; n > 0 {
 		notes = append(notes, fmt.Sprintf("%s matched no attempt in the history and %s not judged", countOf(n, ""), plural(n, "was", "were")))
@@ -77,8 +82,17 @@ func settleExactlyOnce(r Result, h *history.History) Result {
 	return finish(r, h, unknown)
 }
 
+// mergeParts settles the whole from its parts: an early unknown stands as
+// it is, else the orphans and unread effects the parts counted.
+func (exactlyOnce) mergeParts(r Part, _ []Part, h *history.History) Part {
+	if r.t.early != "" {
+		return finish(r, h, r.t.early)
+	}
+	return settleExactlyOnce(r, h)
+}
+
 // judgeUnit judges a group of one unit: every effect the group has is its.
-func (c exactlyOnce) judgeUnit(h *history.History, effects []history.Effect, u *unit, fx []int32, unread bool, bodies *map[bodyScope][]*intentState, at *attribution) (Violation, bool) {
+func (c exactlyOnce) judgeUnit(h *history.History, effects []history.Effect, u *unit, fx []int32, unread bool, bodies *map[bodyScope][]*intentState, at *attribution, asks *[]twinAsk) (Violation, bool) {
 	st := at.firstOf(u)
 	if u.acked >= 0 {
 		st = at.ackedOf(u)
@@ -101,7 +115,7 @@ func (c exactlyOnce) judgeUnit(h *history.History, effects []history.Effect, u *
 		if *bodies == nil {
 			*bodies = indexBodies(h, at)
 		}
-		return c.lost(h, at, st, *bodies), true
+		return c.lost(h, at, st, *bodies, asks), true
 	case u.acked < 0 && !at.indet(u) && len(fx) > 0:
 		return Violation{
 			Invariant: c.Name(), Tenant: first.Tenant, Method: first.Method, Path: first.Path, Key: first.Key, Intent: st.id(h),
@@ -119,7 +133,7 @@ func (c exactlyOnce) judgeUnit(h *history.History, effects []history.Effect, u *
 // counted against what the units together may have produced, and a
 // shortfall or an excess is reported for the group, never pinned on one
 // intent the evidence cannot single out.
-func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, at *attribution, g *group, unread bool, bodies map[bodyScope][]*intentState) []Violation {
+func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, at *attribution, g *group, unread bool, bodies map[bodyScope][]*intentState, asks *[]twinAsk) []Violation {
 	var out []Violation
 	units := at.unitsOf(g)
 	for _, ui := range units {
@@ -170,7 +184,7 @@ func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, at
 		// effect of its own is certainly the one that lacks it.
 		for _, ui := range units {
 			if u := &at.units[ui]; u.acked >= 0 && u.nEx == 0 {
-				out = append(out, c.lost(h, at, at.ackedOf(u), bodies))
+				out = append(out, c.lost(h, at, at.ackedOf(u), bodies, asks))
 			}
 		}
 	default:
@@ -416,7 +430,10 @@ func twinCause(intent string) string {
 	return fmt.Sprintf("intent %s sent a byte-identical body and did execute: the service deduplicates by request body instead of by key, and swallowed a second legitimate intent", intent)
 }
 
-func (c exactlyOnce) lost(h *history.History, attr *attribution, st *intentState, bodies map[bodyScope][]*intentState) Violation {
+// lost reports a unit acknowledged without an effect. In a part of a
+// history it asks the merge, through asks, for a twin the other parts may
+// hold.
+func (c exactlyOnce) lost(h *history.History, attr *attribution, st *intentState, bodies map[bodyScope][]*intentState, asks *[]twinAsk) Violation {
 	ack := &h.Attempts[st.acked]
 	v := Violation{
 		Invariant: c.Name(), Tenant: ack.Tenant, Method: ack.Method, Path: ack.Path, Key: ack.Key, Intent: st.id(h),
@@ -428,7 +445,7 @@ func (c exactlyOnce) lost(h *history.History, attr *attribution, st *intentState
 		// A part of a history: the twin may be under a key of another
 		// part, so the merge looks for it ([ResolveTwins]); the cause
 		// below stands when there is none.
-		v.twin = &twinQuery{bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}, attr.firstOf(attr.unitOf(st)).id(h)}
+		*asks = append(*asks, twinAsk{idOf(&v), twinQuery{bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}, attr.firstOf(attr.unitOf(st)).id(h)}})
 	} else {
 		for _, other := range bodies[bodyScope{ack.Tenant, ack.Method, ack.Path, ack.ReqHash}] {
 			if other.unit != st.unit && attr.executed(attr.unitOf(other)) {

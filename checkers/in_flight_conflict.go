@@ -7,6 +7,12 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+// Started early: long, and needing no attribution, it keeps another
+// processor busy while exactly-once builds it.
+func init() {
+	Register(Registration{Name: "in-flight-conflict", New: InFlightConflict, Suites: map[string]int{SuiteServer: 4}, Start: 3})
+}
+
 // InFlightConflict returns the checker of "in-flight-conflict": a duplicate
 // that arrives while the first attempt with its key is still running gets the
 // in-flight status (default 409) or waits and gets the first response — never
@@ -26,13 +32,12 @@ var _ Checker = inFlightConflict{}
 func (inFlightConflict) Name() string { return "in-flight-conflict" }
 
 func (c inFlightConflict) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
-func (c inFlightConflict) check(ix *index) Result {
+func (c inFlightConflict) check(ix *index) Part {
 	h, effects := ix.h, ix.effects
-	r := Result{Name: c.Name()}
-	r.t.settle = settleInFlightKind
+	r := Part{Result: Result{Name: c.Name()}}
 	order, groups := ix.byScope()
 	var dups map[tenantKey]string
 	var active []span // faults in force, built on the first 500
@@ -75,9 +80,15 @@ func (c inFlightConflict) check(ix *index) Result {
 	return settleInFlight(r, h)
 }
 
+// mergeParts settles the whole from its parts, as a check does at its end:
+// the keys the time budget left add up.
+func (inFlightConflict) mergeParts(r Part, _ []Part, h *history.History) Part {
+	return settleInFlight(r, h)
+}
+
 // settleInFlight gives the verdict and reason from the violations and the
 // tally: the end of a check, and of a merge of checked parts.
-func settleInFlight(r Result, h *history.History) Result {
+func settleInFlight(r Part, h *history.History) Part {
 	unknown := ""
 	if left := r.t.left; left > 0 {
 		unknown = budgetReason(r.t.budget, left, r.t.keys)

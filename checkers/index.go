@@ -42,9 +42,9 @@ type index struct {
 }
 
 // indexed is implemented by the checkers of this package: Check on a shared
-// index.
+// index, keeping what a merge of parts needs ([Part]).
 type indexed interface {
-	check(ix *index) Result
+	check(ix *index) Part
 }
 
 func newIndex(h *history.History, effects []history.Effect) *index {

@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -8,10 +9,25 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+// Part is one checker's result over a part of a history checked alone
+// ([WithGlobals]), with what [Merge] needs of it to give the result the
+// checker gives on the whole: the counts behind its verdict and reason, and
+// the questions its violations leave to the whole history. [Result]
+// itself carries none of that: a check of a whole history has nothing to
+// merge.
+type Part struct {
+	Result
+	t tally
+	// twins are the lost-write violations' questions to the whole history
+	// (exactly-once: [TwinQueries], [ResolveTwins]).
+	twins []twinAsk
+}
+
 // tally is what a check counted on the way to its verdict and reason: the
 // numbers behind the sentence, which add up over the parts of a history.
+// Each field is one checker's, read by that checker's merge (partMerger)
+// in its own file.
 type tally struct {
-	settle      settleKind
 	early       string // an unknown reason decided before any key was judged
 	noCrash     bool   // durable-ack: the history has no crash
 	orphans     int    // exactly-once: effects that matched no attempt
@@ -27,16 +43,16 @@ type tally struct {
 	stripped  []strippedCandidates
 }
 
-type settleKind uint8
-
-const (
-	settlePlain settleKind = iota
-	settleExactly
-	settleDecided
-	settleInFlightKind
-	settleDurable
-	settleReplay
-)
+// partMerger is the optional interface of a checker whose result over a
+// whole history is more than the sum of its parts' (a reason from counts,
+// a cause only the whole shows). Each implements it in its own file; a
+// checker without it merges plainly: violations joined, verdict settled.
+type partMerger interface {
+	// mergeParts settles the verdict and reason of sum, the parts added up
+	// ([sumParts]), over h, which holds only the whole history's
+	// interruption and truncation.
+	mergeParts(sum Part, parts []Part, h *history.History) Part
+}
 
 // Globals are the facts of a whole history that a check of one part of it
 // (the keys of one partition) needs: eventually-decided judges a run of
@@ -72,11 +88,21 @@ func WithGlobals(g *Globals) Option { return func(c *config) { c.globals = g } }
 // verdict and reason are settled again from the summed tallies. Interrupted
 // and truncated are the whole history's: parts must be checked with both
 // cleared, so that no part drops its violations.
-func Merge(parts []Result, interrupted string, truncated bool) Result {
+func Merge(parts []Part, interrupted string, truncated bool) Result {
 	if len(parts) == 0 {
 		return Result{}
 	}
-	r := Result{Name: parts[0].Name}
+	r := sumParts(parts)
+	h := &history.History{Interrupted: interrupted, Truncated: truncated}
+	if m, ok := mergerOf(r.Name); ok {
+		return m.mergeParts(r, parts, h).Result
+	}
+	return finish(r, h, "").Result
+}
+
+// sumParts adds the parts up: checked counts, violations and tallies.
+func sumParts(parts []Part) Part {
+	r := Part{Result: Result{Name: parts[0].Name}}
 	r.t = parts[0].t
 	r.t.orphans, r.t.undecidable, r.t.left, r.t.keys = 0, 0, 0, 0
 	for _, p := range parts {
@@ -88,39 +114,45 @@ func Merge(parts []Result, interrupted string, truncated bool) Result {
 		r.t.keys += p.t.keys
 		r.t.unread = r.t.unread || p.t.unread
 		r.t.noCrash = r.t.noCrash && p.t.noCrash
+		r.t.looseSeen = r.t.looseSeen || p.t.looseSeen
 		if r.t.early == "" {
 			r.t.early = p.t.early
 		}
 	}
-	for _, p := range parts {
-		r.t.looseSeen = r.t.looseSeen || p.t.looseSeen
-	}
-	for i := range r.Violations {
-		v := &r.Violations[i]
-		if v.ifLoose != "" && r.t.looseSeen {
-			v.Cause = v.ifLoose
-		}
-		v.ifLoose = ""
-	}
-	if r.t.settle == settleReplay {
-		r.Violations = append(r.Violations, mergeStripped(r.Name, parts)...)
-	}
 	r.t.endpoints, r.t.stripped = nil, nil
-	h := &history.History{Interrupted: interrupted, Truncated: truncated}
-	switch r.t.settle {
-	case settleExactly:
-		if r.t.early != "" {
-			return finish(r, h, r.t.early)
-		}
-		return settleExactlyOnce(r, h)
-	case settleDecided:
-		return settleEventuallyDecided(r, h)
-	case settleInFlightKind:
-		return settleInFlight(r, h)
-	case settleDurable:
-		return settleDurableAck(r, h)
+	return r
+}
+
+// mergerOf returns the registered checker of the name when it merges parts
+// its own way.
+func mergerOf(name string) (partMerger, bool) {
+	checkersMu.RLock()
+	reg, ok := registered[name]
+	checkersMu.RUnlock()
+	if !ok {
+		return nil, false
 	}
-	return finish(r, h, "")
+	m, ok := reg.New().(partMerger)
+	return m, ok
+}
+
+// CheckParts judges a part of a history (checked with [WithGlobals]) with
+// c, one [Part] for each checker c composes ([Leaves] order), each keeping
+// what [Merge] needs of it. A checker of another package gives its plain
+// result, which merges plainly.
+func CheckParts(c Checker, h *history.History, effects []history.Effect) []Part {
+	ix := newIndex(h, effects)
+	if d, ok := c.(deadlined); ok {
+		ix.deadline, ix.budget = time.Now().Add(d.d), d.d
+		c = d.c
+	}
+	switch c := c.(type) {
+	case all:
+		return c.partsOn(ix, runtime.GOMAXPROCS(0))
+	case indexed:
+		return []Part{c.check(ix)}
+	}
+	return []Part{{Result: c.Check(h, effects)}}
 }
 
 // Combine joins the results of several checkers into one composite, as

@@ -16,7 +16,7 @@ import (
 // machine that checked one partition sends it; the one that merges reads it
 // back with [UnmarshalPartial]. Gob rather than JSON: explanations quote
 // response bodies, whose bytes must come back exactly, valid UTF-8 or not.
-func MarshalPartial(r Result) ([]byte, error) {
+func MarshalPartial(r Part) ([]byte, error) {
 	var b bytes.Buffer
 	if err := gob.NewEncoder(&b).Encode(wireOf(r)); err != nil {
 		return nil, fmt.Errorf("encode partial result %s: %w", r.Name, err)
@@ -25,15 +25,15 @@ func MarshalPartial(r Result) ([]byte, error) {
 }
 
 // UnmarshalPartial decodes what [MarshalPartial] encoded.
-func UnmarshalPartial(p []byte) (Result, error) {
+func UnmarshalPartial(p []byte) (Part, error) {
 	var w wireResult
 	if err := gob.NewDecoder(bytes.NewReader(p)).Decode(&w); err != nil {
-		return Result{}, fmt.Errorf("decode partial result: %w", err)
+		return Part{}, fmt.Errorf("decode partial result: %w", err)
 	}
 	return w.result(), nil
 }
 
-// The wire types mirror Result with its unexported state made exported,
+// The wire types mirror Part with its unexported state made exported,
 // as gob needs; they are private so that the state stays the package's.
 type wireResult struct {
 	Name       string
@@ -46,9 +46,8 @@ type wireResult struct {
 }
 
 type wireViolation struct {
-	V       Violation // the exported fields; gob skips the rest
-	IfLoose string
-	Twin    *wireTwin
+	V    Violation
+	Twin *wireTwin // the twin its part asks the whole for (exactly-once)
 }
 
 type wireTwin struct {
@@ -58,7 +57,6 @@ type wireTwin struct {
 }
 
 type wireTally struct {
-	Settle          settleKind
 	Early           string
 	NoCrash, Unread bool
 	Orphans         int
@@ -95,20 +93,28 @@ type wireCand struct {
 	Headers      []int
 }
 
-func wireOf(r Result) wireResult {
+func wireOf(r Part) wireResult {
 	w := wireResult{Name: r.Name, Verdict: r.Verdict, Reason: r.Reason, Checked: r.Checked}
-	for _, v := range r.Violations {
-		wv := wireViolation{V: v, IfLoose: v.ifLoose}
-		if q := v.twin; q != nil {
+	var ask map[violationID]twinQuery
+	if len(r.twins) > 0 {
+		ask = make(map[violationID]twinQuery, len(r.twins))
+		for _, t := range r.twins {
+			ask[t.v] = t.q
+		}
+	}
+	for i := range r.Violations {
+		v := &r.Violations[i]
+		wv := wireViolation{V: *v}
+		if q, ok := ask[idOf(v)]; ok {
 			wv.Twin = &wireTwin{q.scope.tenant, q.scope.method, q.scope.path, q.scope.body, q.unit}
 		}
 		w.Violations = append(w.Violations, wv)
 	}
 	for _, p := range r.Results {
-		w.Results = append(w.Results, wireOf(p))
+		w.Results = append(w.Results, wireOf(Part{Result: p}))
 	}
 	t := r.t
-	w.T = wireTally{Settle: t.settle, Early: t.early, NoCrash: t.noCrash, Unread: t.unread, Orphans: t.orphans,
+	w.T = wireTally{Early: t.early, NoCrash: t.noCrash, Unread: t.unread, Orphans: t.orphans,
 		Undecidable: t.undecidable, Bound: t.bound, Budget: t.budget, Left: t.left, Keys: t.keys, LooseSeen: t.looseSeen,
 		HasEndpoints: t.endpoints != nil}
 	for e, et := range t.endpoints {
@@ -138,21 +144,20 @@ func wireOf(r Result) wireResult {
 	return w
 }
 
-func (w wireResult) result() Result {
-	r := Result{Name: w.Name, Verdict: w.Verdict, Reason: w.Reason, Checked: w.Checked}
+func (w wireResult) result() Part {
+	r := Part{Result: Result{Name: w.Name, Verdict: w.Verdict, Reason: w.Reason, Checked: w.Checked}}
 	for _, wv := range w.Violations {
 		v := wv.V
-		v.ifLoose = wv.IfLoose
 		if q := wv.Twin; q != nil {
-			v.twin = &twinQuery{bodyScope{q.Tenant, q.Method, q.Path, q.Body}, q.Unit}
+			r.twins = append(r.twins, twinAsk{idOf(&v), twinQuery{bodyScope{q.Tenant, q.Method, q.Path, q.Body}, q.Unit}})
 		}
 		r.Violations = append(r.Violations, v)
 	}
 	for _, p := range w.Results {
-		r.Results = append(r.Results, p.result())
+		r.Results = append(r.Results, p.result().Result)
 	}
 	t := w.T
-	r.t = tally{settle: t.Settle, early: t.Early, noCrash: t.NoCrash, unread: t.Unread, orphans: t.Orphans,
+	r.t = tally{early: t.Early, noCrash: t.NoCrash, unread: t.Unread, orphans: t.Orphans,
 		undecidable: t.Undecidable, bound: t.Bound, budget: t.Budget, left: t.Left, keys: t.Keys, looseSeen: t.LooseSeen}
 	if t.HasEndpoints {
 		r.t.endpoints = make(map[endpoint]*endpointTally, len(t.Endpoints))
@@ -192,7 +197,7 @@ func (w wireResult) result() Result {
 // slice (and the strings it points into). The copies keep only what the
 // merge reads: op, intent, endpoint, status and the names of the headers
 // the contract (from opts) compares.
-func Detach(r Result, opts ...Option) Result {
+func Detach(r Part, opts ...Option) Part {
 	cfg := newConfig(opts)
 	d := detacher{strs: map[string]string{}, keep: cfg.contract.keeps}
 	return d.result(r)
@@ -213,14 +218,7 @@ func (d *detacher) str(s string) string {
 	return c
 }
 
-func (d *detacher) result(r Result) Result {
-	if len(r.Results) > 0 {
-		parts := make([]Result, len(r.Results))
-		for i, p := range r.Results {
-			parts[i] = d.result(p)
-		}
-		r.Results = parts
-	}
+func (d *detacher) result(r Part) Part {
 	if r.t.endpoints != nil {
 		eps := make(map[endpoint]*endpointTally, len(r.t.endpoints))
 		for e, t := range r.t.endpoints {

@@ -8,6 +8,10 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+func init() {
+	Register(Registration{Name: "replay-identical", New: ReplayIdentical, Suites: map[string]int{SuiteServer: 2}})
+}
+
 // ReplayIdentical returns the checker of "replay-identical": an identical
 // retry is answered with the replay. For one (tenant, endpoint, key) and one
 // payload (as the contract's fingerprint judges it):
@@ -35,10 +39,10 @@ var _ Checker = replayIdentical{}
 func (replayIdentical) Name() string { return "replay-identical" }
 
 func (c replayIdentical) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
-func (c replayIdentical) check(ix *index) Result {
+func (c replayIdentical) check(ix *index) Part {
 	h := ix.h
 	var byKey map[string][]int
 	c.shared = func(s scope) bool {
@@ -48,8 +52,7 @@ func (c replayIdentical) check(ix *index) Result {
 		}
 		return len(byKey[s.key]) > 1
 	}
-	r := Result{Name: c.Name()}
-	r.t.settle = settleReplay
+	r := Part{Result: Result{Name: c.Name()}}
 	order, groups := ix.byScope()
 	ct := &c.cfg.contract
 	// The first success of each payload is the response every replay of
@@ -119,7 +122,7 @@ func (c replayIdentical) check(ix *index) Result {
 // three first-hand successes must agree, and keys already reported are
 // left alone. A part of a history checked alone ([WithGlobals]) keeps its
 // tallies and candidates in r for [Merge], which judges them together.
-func (c replayIdentical) strippedReplays(r *Result, h *history.History, order scopeList, groups scopeGroups, found []Violation) []Violation {
+func (c replayIdentical) strippedReplays(r *Part, h *history.History, order scopeList, groups scopeGroups, found []Violation) []Violation {
 	p := c.cfg.profile()
 	tallies := r.t.endpoints
 	// Successive attempts nearly always hit the endpoint of the one before.
@@ -297,9 +300,16 @@ func strippedReplay(name string, s scope, cands []*history.Attempt, tallies map[
 	return Violation{}, false
 }
 
+// mergeParts judges the marked replays every part left against the
+// first-hand successes of all of them, then settles the whole.
+func (c replayIdentical) mergeParts(r Part, parts []Part, h *history.History) Part {
+	r.Violations = append(r.Violations, mergeStripped(c.Name(), parts)...)
+	return finish(r, h, "")
+}
+
 // mergeStripped judges the candidates of every part against the tallies
 // of all of them.
-func mergeStripped(name string, parts []Result) []Violation {
+func mergeStripped(name string, parts []Part) []Violation {
 	tallies := map[endpoint]*endpointTally{}
 	for _, p := range parts {
 		for e, t := range p.t.endpoints {

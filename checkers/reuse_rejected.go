@@ -6,6 +6,10 @@ import (
 	"github.com/idemchaos/idemchaos/history"
 )
 
+func init() {
+	Register(Registration{Name: "reuse-rejected", New: ReuseRejected, Suites: map[string]int{SuiteServer: 3}})
+}
+
 // ReuseRejected returns the checker of "reuse-rejected": a key reused with a
 // different payload is rejected with the profile's status (default 422), has
 // no effect, and never gets the other payload's response.
@@ -18,12 +22,12 @@ var _ Checker = reuseRejected{}
 func (reuseRejected) Name() string { return "reuse-rejected" }
 
 func (c reuseRejected) Check(h *history.History, effects []history.Effect) Result {
-	return c.check(newIndex(h, effects))
+	return c.check(newIndex(h, effects)).Result
 }
 
-func (c reuseRejected) check(ix *index) Result {
+func (c reuseRejected) check(ix *index) Part {
 	h := ix.h
-	r := Result{Name: c.Name()}
+	r := Part{Result: Result{Name: c.Name()}}
 	order, groups := ix.byScope()
 	ct := &c.cfg.contract
 	var byKey map[string][]int // scopes of each key, built for a phantom reuse
@@ -87,6 +91,26 @@ func severalPayloads(h *history.History, idx []int32, ct *Contract) bool {
 	return false
 }
 
+// unboundCause is the cause of a reused key that got the other payload's
+// response, unless the whole history shows a loose comparison
+// (looseCause): a part of a history checked alone cannot know, so its merge
+// settles it ([reuseRejected.mergeParts]).
+const unboundCause = "the service does not store a request fingerprint with the key (or compares too little of it), so it cannot tell a reused key from a retry"
+
+// mergeParts gives the violations of the parts the cause the whole history
+// shows: a loose comparison seen in any part is the cause of every
+// violation a part without one blamed on an unbound fingerprint.
+func (reuseRejected) mergeParts(r Part, _ []Part, h *history.History) Part {
+	if r.t.looseSeen {
+		for i := range r.Violations {
+			if v := &r.Violations[i]; v.Cause == unboundCause {
+				v.Cause = looseCause
+			}
+		}
+	}
+	return finish(r, h, "")
+}
+
 // judge checks one attempt whose payload is not the owner's.
 const looseCause = "the payload comparison is too loose: it rejects other payloads, but takes values of another type ('qty':1, 'qty':\"1\", 'qty':true) or fields it does not compare for the same payload"
 
@@ -106,10 +130,7 @@ func (c reuseRejected) judge(h *history.History, s scope, idx []int32, owner int
 			case looseSeen:
 				v.Cause = looseCause
 			default:
-				v.Cause = "the service does not store a request fingerprint with the key (or compares too little of it), so it cannot tell a reused key from a retry"
-				if c.cfg.globals != nil {
-					v.ifLoose = looseCause
-				}
+				v.Cause = unboundCause
 			}
 		} else {
 			v.Explanation = fmt.Sprintf("%s was reused with a different payload (op %d) and executed it (%d, body %s) after op %d had succeeded with the first payload; it must be rejected with %d.",

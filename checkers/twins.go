@@ -14,6 +14,23 @@ type twinQuery struct {
 	unit  string // the first intent of the violation's unit
 }
 
+// twinAsk is a lost-write violation's question, kept beside the result
+// ([Part]) rather than in it: the violation is found by its identity, as
+// the violations of a part are sorted and merged after it is asked.
+type twinAsk struct {
+	v violationID
+	q twinQuery
+}
+
+// violationID tells a violation from the others of its part: no two of
+// exactly-once's name the same first op with the same explanation.
+type violationID struct {
+	op          int64
+	explanation string
+}
+
+func idOf(v *Violation) violationID { return violationID{firstOp(*v), v.Explanation} }
+
 // TwinScope is a tenant, an endpoint and the hash of a request body.
 type TwinScope struct {
 	Tenant, Method, Path string
@@ -33,16 +50,12 @@ type Twin struct {
 	Order   int64
 }
 
-// TwinQueries returns the body scopes the lost-write violations of r,
-// merged from parts, ask about (none for a result checked whole).
-func TwinQueries(r Result) map[TwinScope]bool {
+// TwinQueries returns the body scopes the lost-write violations of p, a
+// part of a history, ask about.
+func TwinQueries(p Part) map[TwinScope]bool {
 	q := map[TwinScope]bool{}
-	for _, p := range Leaves(r) {
-		for _, v := range p.Violations {
-			if v.twin != nil {
-				q[v.twin.scope.exported()] = true
-			}
-		}
+	for _, t := range p.twins {
+		q[t.q.scope.exported()] = true
 	}
 	return q
 }
@@ -64,39 +77,34 @@ func ExecutedTwins(h *history.History, effects []history.Effect, want map[TwinSc
 	return out
 }
 
-// ResolveTwins gives the lost-write violations of r the cause the whole
+// ResolveTwins gives the lost-write violations of p the cause the whole
 // history shows: the first executed twin in another unit, by Order. It
-// clears every query, so r reads as a result checked whole.
-func ResolveTwins(r Result, twins []Twin) Result {
+// clears every query, so p merges as if its history had no other parts.
+func ResolveTwins(p Part, twins []Twin) Part {
+	if len(p.twins) == 0 {
+		return p
+	}
 	slices.SortStableFunc(twins, func(a, b Twin) int { return int(a.Order - b.Order) })
-	fix := func(p *Result) {
-		vs := slices.Clone(p.Violations)
-		for i := range vs {
-			v := &vs[i]
-			if v.twin == nil {
-				continue
-			}
-			for _, t := range twins {
-				if t.Scope == v.twin.scope.exported() && t.Unit != v.twin.unit {
-					v.Cause = twinCause(t.Intent)
-					break
-				}
-			}
-			v.twin = nil
+	ask := make(map[violationID]twinQuery, len(p.twins))
+	for _, t := range p.twins {
+		ask[t.v] = t.q
+	}
+	vs := slices.Clone(p.Violations)
+	for i := range vs {
+		v := &vs[i]
+		q, ok := ask[idOf(v)]
+		if !ok {
+			continue
 		}
-		p.Violations = vs
+		for _, t := range twins {
+			if t.Scope == q.scope.exported() && t.Unit != q.unit {
+				v.Cause = twinCause(t.Intent)
+				break
+			}
+		}
 	}
-	if len(r.Results) == 0 {
-		fix(&r)
-		return r
-	}
-	r.Results = slices.Clone(r.Results)
-	r.Violations = nil
-	for i := range r.Results {
-		fix(&r.Results[i])
-		r.Violations = append(r.Violations, r.Results[i].Violations...)
-	}
-	return r
+	p.Violations, p.twins = vs, nil
+	return p
 }
 
 func (b bodyScope) exported() TwinScope { return TwinScope{b.tenant, b.method, b.path, b.body} }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -173,8 +174,12 @@ func unanswered(h *history.History) string {
 	byError := map[string]int{}
 	for i := range h.Attempts {
 		a := &h.Attempts[i]
-		if a.Outcome == history.OK {
+		if a.Outcome == history.OK && !tlsPortRefusal(a) {
 			return ""
+		}
+		if a.Outcome == history.OK {
+			byError[fmt.Sprintf("%d: %s", a.Status, plainToTLS)]++
+			continue
 		}
 		byError[a.Outcome.String()+": "+a.Error]++
 	}
@@ -196,9 +201,23 @@ func unanswered(h *history.History) string {
 	return why + "): " + noAnswerHint(most)
 }
 
+// plainToTLS names the answer a TLS port gives a plain HTTP request.
+const plainToTLS = "a TLS port refusing plain HTTP"
+
+// tlsPortRefusal says an answer came from a TLS server's front door, not
+// from the service: Go's servers and nginx answer a plain HTTP request to a
+// TLS port with a 400 of their own, before any handler runs.
+func tlsPortRefusal(a *history.Attempt) bool {
+	return a.Status == http.StatusBadRequest &&
+		(strings.Contains(a.RespPreview, "HTTP request to an HTTPS server") ||
+			strings.Contains(a.RespPreview, "plain HTTP request was sent to HTTPS port"))
+}
+
 // noAnswerHint says what an attempt's error points at.
 func noAnswerHint(err string) string {
 	switch {
+	case strings.Contains(err, plainToTLS):
+		return "the target speaks TLS to an http:// URL: use https://"
 	case strings.Contains(err, "first record does not look like a TLS handshake"),
 		strings.Contains(err, "server gave HTTP response to HTTPS client"):
 		return "the target speaks plain HTTP to an https:// URL: use http://"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -216,17 +217,47 @@ func runTarget(t *testing.T, target, extra string) (code int, stdout, stderr, hi
 	return code, stdout, stderr, hist
 }
 
-// TestRun_HTTPSAgainstPlainHTTPIsAnEnvironmentError: every attempt failed
-// the TLS handshake. It was judged (exit 2, or 1 with an oracle); it is
-// exit 3 saying the target speaks plain HTTP, in run and in check.
-func TestRun_HTTPSAgainstPlainHTTPIsAnEnvironmentError(t *testing.T) {
+// TestRun_HTTPSAgainstPlainHTTPIsRefusedUpFront: an https:// URL at a
+// plain-HTTP port. Every attempt would fail the TLS handshake; the run spent
+// its whole retry budget finding that out (14 s for key-reuse) and was
+// judged. It is one line before any traffic, exit 3, naming the fix.
+func TestRun_HTTPSAgainstPlainHTTPIsRefusedUpFront(t *testing.T) {
 	t.Parallel()
-	addr := serve(t, created)
+	var posts atomic.Int64
+	addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		created(w, r)
+	}))
 	code, stdout, stderr, hist := runTarget(t, "https://"+addr, smallTraffic)
-	if code != ExitUsage || !strings.Contains(stdout, "plain HTTP") || strings.Contains(stdout, "VIOLATION") {
+	if code != ExitUsage || !strings.Contains(stderr, "speaks plain HTTP") || !strings.Contains(stderr, "use http://") || strings.Contains(stdout, "VIOLATION") {
 		t.Fatalf("exit %d, want 3 saying plain HTTP\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	assertEnvironmentHistory(t, hist, "plain HTTP")
+	if n := posts.Load(); n != 0 || fileExists(hist) {
+		t.Errorf("%d requests reached the handler, history written: %v; want none before the refusal", n, fileExists(hist))
+	}
+}
+
+// TestRun_HTTPAgainstTLSPortIsAnEnvironmentError: an http:// URL at a TLS
+// port. The TLS server's own front door answers every attempt 400 ("Client
+// sent an HTTP request to an HTTPS server") before any handler runs: that
+// was judged as the service's answers (exit 2). It is exit 3 naming the
+// fix, in run and in check.
+func TestRun_HTTPAgainstTLSPortIsAnEnvironmentError(t *testing.T) {
+	t.Parallel()
+	var posts atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		created(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	code, stdout, stderr, hist := runTarget(t, "http://"+srv.Listener.Addr().String(), smallTraffic)
+	if code != ExitUsage || !strings.Contains(stdout, "speaks TLS to an http:// URL") || strings.Contains(stdout, "VIOLATION") {
+		t.Fatalf("exit %d, want 3 saying the target speaks TLS\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if n := posts.Load(); n != 0 {
+		t.Errorf("%d requests reached the handler: the 400s were the TLS server's own", n)
+	}
+	assertEnvironmentHistory(t, hist, "speaks TLS to an http:// URL")
 }
 
 // TestRun_SilentTargetIsAnEnvironmentError: a listener that takes
@@ -245,6 +276,33 @@ func TestRun_SilentTargetIsAnEnvironmentError(t *testing.T) {
 		t.Fatalf("exit %d, want 3 saying the target answered none\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	assertEnvironmentHistory(t, hist, "answered none of the run's")
+}
+
+// TestRun_SeedsStopAtAnEnvironmentError: --seeds 1-4 against a target that
+// answers nothing. Every seed met the same silent target and waited out its
+// retries; the sweep stops after the first, saying how many pairs were not
+// run, and the JSON report holds the one run, exit 3.
+func TestRun_SeedsStopAtAnEnvironmentError(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	dir := t.TempDir()
+	s := writeFile(t, dir, "s.yaml", "target: {url: http://127.0.0.1:9}\neffects: {oracle: none}\n"+smallTraffic)
+	code, stdout, stderr := runMain(t, "run", "-s", s, "--target", "http://"+ln.Addr().String(), "--seeds", "1-4",
+		"--history", filepath.Join(dir, "h"), "--reruns", "0", "--shrink=false", "--json")
+	var rep struct {
+		Verdict string            `json:"verdict"`
+		Runs    []json.RawMessage `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("JSON report: %v\n%s\n%s", err, stdout, stderr)
+	}
+	if code != ExitUsage || rep.Verdict != "environment-error" || len(rep.Runs) != 1 || !strings.Contains(stderr, "3 of 4 scenario × seed pairs not run") {
+		t.Fatalf("exit %d, verdict %s, %d runs; want 3, environment-error, 1 run and the pairs not run named\n%s", code, rep.Verdict, len(rep.Runs), stderr)
+	}
 }
 
 // TestRun_ServiceThatStoppedIsStillJudged: a service that answered some

@@ -373,6 +373,7 @@ func TestExample_KubernetesIndexedJobRunsLocally(t *testing.T) {
 		}
 	}
 	n := *job.Spec.Completions
+	pods := make([][]byte, n)
 	var wg sync.WaitGroup
 	for k := range n {
 		wg.Add(1)
@@ -380,7 +381,9 @@ func TestExample_KubernetesIndexedJobRunsLocally(t *testing.T) {
 			defer wg.Done()
 			cmd := exec.Command(c.Command[0], append(c.Command[1:], script)...)
 			cmd.Env = append(os.Environ(), append(env, fmt.Sprint("JOB_COMPLETION_INDEX=", k), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"))...)
-			if out, err := cmd.CombinedOutput(); err != nil {
+			out, err := cmd.CombinedOutput()
+			pods[k] = out
+			if err != nil {
 				t.Errorf("pod %d: %v\n%s", k, err, out)
 			}
 		}()
@@ -394,6 +397,14 @@ func TestExample_KubernetesIndexedJobRunsLocally(t *testing.T) {
 		files = append(files, filepath.Join(results, fmt.Sprintf("shard-%d.json", k)))
 	}
 	code, out, stderr := runCLI(t, bin, dir, nil, append([]string{"merge", "--json", "--histories", filepath.Join(results, "histories")}, files...)...)
+	if len(out) == 0 {
+		// A pod's script passes any exit ≤ 2, so its own words are
+		// what says why a shard's report is missing.
+		for k, p := range pods {
+			t.Logf("pod %d:\n%s", k, p)
+		}
+		t.Fatalf("merge: exit %d and no report\n%s", code, stderr)
+	}
 	rep := decodeReport(t, out)
 	if code != ExitClean || len(rep.Runs) != 3 || rep.Verdict != "pass" {
 		t.Errorf("merge: exit %d, %d runs, %s; want 0, 3, pass\n%s", code, len(rep.Runs), rep.Verdict, stderr)

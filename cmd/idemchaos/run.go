@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/report"
 	"github.com/idemchaos/idemchaos/scenarios"
@@ -181,7 +182,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	var runs []report.Run
 	var outcomes []*harness.Outcome
 	many := f.out.dir || len(work.pairs) > 1 // --history is a directory
-	for _, p := range work.pairs {
+	for i, p := range work.pairs {
 		s := ss[p.Scenario]
 		if f.seeds != "" {
 			prog.start(fmt.Sprintf("%s seed %d", s.Name, p.Seed), f.mutant)
@@ -224,6 +225,13 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		}
 		runs = append(runs, run)
 		outcomes = append(outcomes, o)
+		if run.Verdict == checkers.EnvironmentError.String() && i+1 < len(work.pairs) {
+			// The next seed meets the same dead database, full disk or
+			// silent target: waiting out its retries says nothing new.
+			fmt.Fprintf(cmd.ErrOrStderr(), "stopping: the environment failed in %s seed %d; %d of %d scenario × seed pairs not run\n",
+				s.Name, p.Seed, len(work.pairs)-i-1, len(work.pairs))
+			break
+		}
 	}
 	rep := report.New(runs)
 	rep.Shard = work.shard

@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -101,6 +102,11 @@ func StartExternal(ctx context.Context, cfg ExternalConfig) (*External, error) {
 	if err != nil {
 		return nil, fmt.Errorf("external env: %w", err)
 	}
+	if target.Scheme == "https" {
+		if err := speaksTLS(ctx, serviceAddr, target.Hostname(), cfg.DialTimeout); err != nil {
+			return nil, fmt.Errorf("external env: %w", err)
+		}
+	}
 	dbAddr := ""
 	if cfg.DatabaseAddr != "" {
 		if dbAddr, err = reachable(ctx, cfg, cfg.DatabaseAddr, dbAddrs); err != nil {
@@ -180,6 +186,31 @@ func CheckReachable(ctx context.Context, addr string, timeout time.Duration) err
 		return &UnreachableError{Addr: addr, Err: err}
 	}
 	return conn.Close()
+}
+
+// speaksTLS refuses an https:// target that answers a TLS handshake in
+// plain HTTP: every attempt of the run would fail the same way, and a run
+// of retries is no way to say "use http://". Only the protocol is probed:
+// the certificate is the driver's business, so it is not verified here. A
+// server that answers nothing within the bound is left to the run.
+func speaksTLS(ctx context.Context, addr, name string, timeout time.Duration) error {
+	if timeout <= 0 || timeout > 2*time.Second {
+		timeout = 2 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	d := net.Dialer{}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return &UnreachableError{Addr: addr, Err: err}
+	}
+	c := tls.Client(conn, &tls.Config{ServerName: name, InsecureSkipVerify: true}) //nolint:gosec // a protocol probe, not a trust decision
+	defer c.Close()
+	var plain tls.RecordHeaderError
+	if err := c.HandshakeContext(ctx); errors.As(err, &plain) {
+		return fmt.Errorf("target %s speaks plain HTTP, not TLS, to the https:// URL: use http://", addr)
+	}
+	return nil
 }
 
 // Proxies is the Toxiproxy in front of the service (and its database).

@@ -1,6 +1,6 @@
 // Package partcheck checks a history too large for memory: it splits the
 // history by idempotency key into partitions in one streaming pass
-// ([history.SplitFile]), checks the partitions in parallel, each alone in
+// ([SplitFile]), checks the partitions in parallel, each alone in
 // memory, and merges their results into the result the in-memory check
 // gives on the whole history ([checkers.Merge]).
 //
@@ -143,7 +143,7 @@ func Check(name string, o Options) (*Partial, error) {
 		sum = sha256.New()
 		in = io.TeeReader(in, sum)
 	}
-	sp, err := history.SplitFile(in, dir, o.Partitions)
+	sp, err := SplitFile(in, dir, o.Partitions)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +182,7 @@ func Check(name string, o Options) (*Partial, error) {
 		}
 	}
 	type unit struct {
-		parts   []history.Part
+		parts   []Part
 		ordered bool
 		names   []string
 		key     int // the key partition a key unit starts with, -1 for a body unit
@@ -206,7 +206,7 @@ func Check(name string, o Options) (*Partial, error) {
 	}
 	for i, p := range sp.BodyParts {
 		if bodies && (o.Only < 0 || i == o.Only) {
-			units = append(units, unit{parts: []history.Part{p}, names: []string{tenantIsolation}, key: -1, body: i})
+			units = append(units, unit{parts: []Part{p}, names: []string{tenantIsolation}, key: -1, body: i})
 		}
 	}
 	// Each unit's results wait for the merge encoded
@@ -287,7 +287,7 @@ func Check(name string, o Options) (*Partial, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			var parts []history.Part
+			var parts []Part
 			for _, i := range grp {
 				parts = append(parts, sp.KeyParts[i])
 			}
@@ -317,7 +317,7 @@ func Check(name string, o Options) (*Partial, error) {
 }
 
 // encode encodes a unit's results, step by step, for the merge.
-func encode(steps [][]checkers.Result, names []string) ([]partResult, error) {
+func encode(steps [][]checkers.Part, names []string) ([]partResult, error) {
 	var out []partResult
 	for k, res := range steps {
 		for j, r := range res {
@@ -360,7 +360,7 @@ func merge(parts []*Partial) (*Summary, checkers.Judgement, error) {
 		var merged []checkers.Result
 		for _, name := range first.Invariants {
 			// One checker's results decoded at a time.
-			var rs []checkers.Result
+			var rs []checkers.Part
 			for _, p := range parts {
 				for _, r := range p.results {
 					if r.name == name && r.step == k {
@@ -381,8 +381,8 @@ func merge(parts []*Partial) (*Summary, checkers.Judgement, error) {
 
 // twinsOf returns the executed intents of some partitions that sent a
 // body asked about, placed by the line of their first attempt.
-func twinsOf(ctx context.Context, parts []history.Part, q map[checkers.TwinScope]bool, opts []checkers.Option, o Options, sp *history.Split) ([]checkers.Twin, error) {
-	h, err := history.LoadParts(parts, true, o.Contract.LoadOptions())
+func twinsOf(ctx context.Context, parts []Part, q map[checkers.TwinScope]bool, opts []checkers.Option, o Options, sp *Split) ([]checkers.Twin, error) {
+	h, err := LoadParts(parts, true, o.Contract.LoadOptions())
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -390,7 +390,7 @@ func twinsOf(ctx context.Context, parts []history.Part, q map[checkers.TwinScope
 		return nil, err
 	}
 	h.End, h.EffectsKnown, h.IntentsKnown = sp.End, sp.EffectsKnown, sp.IntentsKnown
-	lines, err := history.InvokeLines(parts)
+	lines, err := InvokeLines(parts)
 	if err != nil {
 		return nil, err
 	}
@@ -410,9 +410,9 @@ func twinsOf(ctx context.Context, parts []history.Part, q map[checkers.TwinScope
 // partition's own: its end, whether effects were recorded; interruption
 // and truncation are settled at the merge, so that no partition drops its
 // violations.
-func checkUnit(ctx context.Context, parts []history.Part, ordered bool, names []string, opts []checkers.Option, o Options, sp *history.Split) ([][]checkers.Result, checkers.Facts, error) {
+func checkUnit(ctx context.Context, parts []Part, ordered bool, names []string, opts []checkers.Option, o Options, sp *Split) ([][]checkers.Part, checkers.Facts, error) {
 	load := o.Contract.LoadOptions()
-	h, err := history.LoadParts(parts, ordered, load)
+	h, err := LoadParts(parts, ordered, load)
 	if err == nil {
 		// The checks themselves cannot be stopped; an interrupt that came
 		// during the load spares them.
@@ -439,13 +439,13 @@ func checkUnit(ctx context.Context, parts []history.Part, ordered bool, names []
 	if o.MaxTime > 0 {
 		c = checkers.WithDeadline(c, o.MaxTime)
 	}
-	steps := make([][]checkers.Result, h.StepCount())
+	steps := make([][]checkers.Part, h.StepCount())
 	for k := range steps {
 		p := h.Through(k)
 		// Detached, a result waiting for the merge does not keep the
 		// partition's history alive: without it, every partition checked
 		// so far stays in memory.
-		res := checkers.Leaves(c.Check(p, p.Effects))
+		res := checkers.CheckParts(c, p, p.Effects)
 		for i := range res {
 			res[i] = checkers.Detach(res[i], opts...)
 		}

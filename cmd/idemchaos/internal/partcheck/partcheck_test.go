@@ -487,7 +487,7 @@ func TestInterruptSparesTheChecksOfALoadedUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sp, err := history.SplitFile(f, t.TempDir(), 2)
+	sp, err := SplitFile(f, t.TempDir(), 2)
 	if err != nil || sp.Err != nil {
 		t.Fatal(err, sp.Err)
 	}

@@ -52,7 +52,7 @@ func bodyLines(t *testing.T, name string, n int) []int {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sp, err := history.SplitFile(f, t.TempDir(), n)
+	sp, err := SplitFile(f, t.TempDir(), n)
 	if err != nil || sp.Err != nil {
 		t.Fatal(err, sp.Err)
 	}
@@ -146,7 +146,7 @@ func TestSplit_KeysCountsDistinctScopes(t *testing.T) {
 		want int
 	}{{b.Bytes(), len(want)}, {gen, len(genWant)}} {
 		for _, n := range []int{1, 3, 7} {
-			sp, err := history.SplitFile(bytes.NewReader(c.data), t.TempDir(), n)
+			sp, err := SplitFile(bytes.NewReader(c.data), t.TempDir(), n)
 			if err != nil || sp.Err != nil {
 				t.Fatal(err, sp.Err)
 			}
@@ -171,7 +171,7 @@ func TestSplit_FaultsAimedAtOneAttemptAreNotCopied(t *testing.T) {
 	if err := os.WriteFile(name, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sp, err := history.SplitFile(bytes.NewReader(data), t.TempDir(), parts)
+	sp, err := SplitFile(bytes.NewReader(data), t.TempDir(), parts)
 	if err != nil || sp.Err != nil {
 		t.Fatal(err, sp.Err)
 	}

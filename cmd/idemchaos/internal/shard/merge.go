@@ -66,6 +66,11 @@ func Merge(reps []report.Report, files []string) (report.Report, error) {
 	for k, r := range byIndex {
 		want := Of(all, Spec{Index: k + 1, Total: first.Total})
 		name := seen[k+1]
+		if r.Verdict == "environment-error" && r.Shard.Pairs == len(want) && len(r.Runs) < len(want) {
+			// run stops a sweep at its first environment error: the shard
+			// is whole as far as it could go, and its verdict is the merge's.
+			return report.Report{}, fmt.Errorf("%s: shard %d/%d stopped at an environment error after %d of its %d pairs: %s", name, k+1, first.Total, len(r.Runs), len(want), environmentCause(r))
+		}
 		if r.Shard.Pairs != len(want) || len(r.Runs) != len(want) {
 			return report.Report{}, fmt.Errorf("%s: shard %d/%d ran %d of its %d pairs: cut short, no verdict", name, k+1, first.Total, len(r.Runs), len(want))
 		}
@@ -86,4 +91,16 @@ func Merge(reps []report.Report, files []string) (report.Report, error) {
 		out.Merged = append(out.Merged, seen[k+1])
 	}
 	return out, nil
+}
+
+// environmentCause is the first environment error a shard's runs name.
+func environmentCause(r *report.Report) string {
+	for _, run := range r.Runs {
+		for _, st := range run.Steps {
+			if st.Verdict == "environment-error" && st.Reason != "" {
+				return st.Reason
+			}
+		}
+	}
+	return "the environment failed"
 }

@@ -104,6 +104,15 @@ func TestMerge_Incomplete(t *testing.T) {
 		"other run":  {func(r []report.Report) []report.Report { r[1].Shard.Seeds = "1-11"; return r }, "of another run"},
 		"not shard":  {func(r []report.Report) []report.Report { r[0].Shard = nil; return r }, "not a shard report"},
 		"errored":    {func(r []report.Report) []report.Report { r[0].ExitCode, r[0].Error = 3, "--junit x: denied"; return r }, "ended in error"},
+		// run stops a sweep at its first environment error: the merge
+		// names that, not a shard that was merely cut short.
+		"environment stop": {func(r []report.Report) []report.Report {
+			r[2].Runs = r[2].Runs[:1]
+			r[2].Runs[0].Verdict = "environment-error"
+			r[2].Runs[0].Steps = []report.Step{{Verdict: "environment-error", Reason: "the harness's database died"}}
+			r[2].Verdict, r[2].ExitCode = "environment-error", 3
+			return r
+		}, "stopped at an environment error after 1 of its 5 pairs: the harness's database died"},
 	}
 	for name, c := range cases {
 		reps := c.mangle(fresh())

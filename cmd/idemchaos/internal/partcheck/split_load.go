@@ -1,4 +1,4 @@
-package history
+package partcheck
 
 import (
 	"bufio"
@@ -9,22 +9,24 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/idemchaos/idemchaos/history"
 )
 
 // LoadParts loads the partitions parts of a [Split] as one history. A
-// malformed line is a [LineError] with its line number in the original
+// malformed line is a [history.LineError] with its line number in the original
 // history. One partition whose lines are in history order streams from its
 // file; several, or the body partitions (whose invoke lines were written
 // when the attempt completed), are merged back into history order in
 // memory first.
-func LoadParts(parts []Part, ordered bool, opts LoadOptions) (*History, error) {
+func LoadParts(parts []Part, ordered bool, opts history.LoadOptions) (*history.History, error) {
 	if len(parts) == 1 && ordered {
 		f, err := os.Open(parts[0].File)
 		if err != nil {
 			return nil, err
 		}
 		defer f.Close()
-		h, err := Load(bufio.NewReaderSize(f, 256<<10), opts)
+		h, err := history.Load(bufio.NewReaderSize(f, 256<<10), opts)
 		if err != nil {
 			return nil, mapLine(err, func(n int) (int, error) { return lineAt(parts[0].Lines, n) })
 		}
@@ -63,7 +65,7 @@ func LoadParts(parts []Part, ordered bool, opts LoadOptions) (*History, error) {
 	for i, l := range lines {
 		raws[i] = l.raw
 	}
-	h, err := Load(&linesReader{lines: raws}, opts)
+	h, err := history.Load(&linesReader{lines: raws}, opts)
 	if err != nil {
 		return nil, mapLine(err, func(n int) (int, error) {
 			if n-1 < len(lines) {
@@ -78,7 +80,7 @@ func LoadParts(parts []Part, ordered bool, opts LoadOptions) (*History, error) {
 // mapLine renumbers the line of a LineError from a partition's to the
 // original history's.
 func mapLine(err error, to func(int) (int, error)) error {
-	var le *LineError
+	var le *history.LineError
 	if !errors.As(err, &le) {
 		return err
 	}

@@ -1,4 +1,4 @@
-package history
+package partcheck
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/idemchaos/idemchaos/history"
 	"github.com/valyala/fastjson"
 )
 
@@ -43,7 +44,7 @@ type Split struct {
 	// finds no leak in it and only counts them (see [SplitFile]).
 	Unrouted []int
 
-	Meta         Event
+	Meta         history.Event
 	Events       int
 	End          int64
 	Skipped      int
@@ -60,7 +61,7 @@ type Split struct {
 	// Err is the first malformed line the split itself found (nil for
 	// none): the lines before it are in the partitions, which may hold an
 	// earlier error of their own.
-	Err *LineError
+	Err *history.LineError
 
 	// executed is the file of [TenantKeyHash]es of the (tenant, key) of
 	// every effect, read into tks on the first question ([Split.Executed]).
@@ -122,7 +123,7 @@ func SplitFile(r io.Reader, dir string, n int) (*Split, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("split: %d partitions", n)
 	}
-	sp := &splitter{s: &Split{executed: filepath.Join(dir, "executed"), Unrouted: make([]int, n)}, n: n, hot: make([]hotBody, hotSlots), rd: NewReader(r), open: map[int64]openInvoke{}, kinds: map[string]bool{}, bigOps: map[int64]int32{}}
+	sp := &splitter{s: &Split{executed: filepath.Join(dir, "executed"), Unrouted: make([]int, n)}, n: n, hot: make([]hotBody, hotSlots), rd: history.NewReader(r), open: map[int64]openInvoke{}, kinds: map[string]bool{}, bigOps: map[int64]int32{}}
 	sp.union = make([]int, n)
 	for i := range sp.union {
 		sp.union[i] = i
@@ -174,7 +175,7 @@ func SplitFile(r io.Reader, dir string, n int) (*Split, error) {
 		}
 	}
 	if s.Events == 0 && s.Err == nil {
-		s.Err = &LineError{Line: sp.rd.Line() + 1, Msg: `empty history: expected a meta event {"type":"meta","v":1,...}`}
+		s.Err = &history.LineError{Line: sp.rd.Line() + 1, Msg: `empty history: expected a meta event {"type":"meta","v":1,...}`}
 	}
 	return s, nil
 }
@@ -188,7 +189,7 @@ type openInvoke struct {
 type splitter struct {
 	s      *Split
 	n      int
-	rd     *Reader
+	rd     *history.Reader
 	keys   []*partWriter
 	bodies []*partWriter
 	union  []int
@@ -219,7 +220,7 @@ type fact struct {
 	line     int
 	raw      []byte
 	err      error // a malformed line (ErrTruncated for a cut-off last one)
-	typ      Type
+	typ      history.Type
 	typed    bool // "type" is a string
 	ns       int64
 	op       int64
@@ -249,13 +250,13 @@ type batch struct {
 const batchLines = 2048
 
 func (sp *splitter) run() error {
-	var e Event
+	var e history.Event
 	// The meta event is read as the loader reads it, with its errors.
-	raw, complete, err := sp.rd.nextLine()
+	raw, complete, err := sp.rd.RawLine()
 	if errors.Is(err, io.EOF) {
 		return nil
 	}
-	var le *LineError
+	var le *history.LineError
 	if errors.As(err, &le) {
 		sp.s.Err = le
 		return nil
@@ -263,13 +264,10 @@ func (sp *splitter) run() error {
 	if err != nil {
 		return err
 	}
-	v, err := sp.rd.parse(raw, complete)
-	if errors.Is(err, ErrTruncated) {
+	err = sp.rd.DecodeLine(raw, complete, &e)
+	if errors.Is(err, history.ErrTruncated) {
 		sp.s.Truncated = true
 		return nil
-	}
-	if err == nil {
-		_, err = sp.rd.decode(v, &e)
 	}
 	if errors.As(err, &le) {
 		sp.s.Err = le
@@ -321,7 +319,7 @@ func (sp *splitter) run() error {
 		for i := range b.facts {
 			f := &b.facts[i]
 			if f.err != nil {
-				if errors.Is(f.err, ErrTruncated) {
+				if errors.Is(f.err, history.ErrTruncated) {
 					sp.s.Truncated = true
 					return nil
 				}
@@ -354,7 +352,7 @@ func (sp *splitter) read(work, order chan<- *batch, stop <-chan struct{}) {
 	for {
 		b := &batch{done: make(chan struct{}), facts: make([]fact, 0, batchLines)}
 		for len(b.facts) < batchLines {
-			raw, complete, err := sp.rd.nextLine()
+			raw, complete, err := sp.rd.RawLine()
 			if errors.Is(err, io.EOF) {
 				break
 			}
@@ -401,7 +399,7 @@ var errIncomplete = errors.New("incomplete")
 func parseFact(p *fastjson.Parser, f *fact) {
 	complete := f.err == nil
 	f.err = nil
-	v, err := parseLine(p, f.raw, complete, f.line)
+	v, err := history.ParseLine(p, f.raw, complete, f.line)
 	if err != nil {
 		f.err = err
 		return
@@ -411,10 +409,10 @@ func parseFact(p *fastjson.Parser, f *fact) {
 		return
 	}
 	f.typed = true
-	f.typ = Type(t.GetStringBytes())
+	f.typ = history.Type(t.GetStringBytes())
 	f.ns = v.GetInt64("ns")
 	switch f.typ {
-	case TypeInvoke:
+	case history.TypeInvoke:
 		f.op = v.GetInt64("op")
 		key := v.GetStringBytes("key")
 		f.key = routeHash(key)
@@ -431,25 +429,25 @@ func parseFact(p *fastjson.Parser, f *fact) {
 			}
 			f.scope, f.keyed = hh.Sum64(), true
 		}
-	case TypeOK, TypeInfo, TypeFail:
+	case history.TypeOK, history.TypeInfo, history.TypeFail:
 		f.op = v.GetInt64("op")
-		if f.typ == TypeOK {
+		if f.typ == history.TypeOK {
 			f.status = v.GetInt("resp", "status")
 			if rv := v.Get("resp"); rv != nil {
-				if b, err := body(rv); err == nil && len(b) > 0 {
+				if b, err := history.ResponseBody(rv); err == nil && len(b) > 0 {
 					f.body, f.bodied = routeHash(b), true
 				}
 			}
 		}
-	case TypeEffect:
+	case history.TypeEffect:
 		f.key = routeHash(v.GetStringBytes("key"))
 		f.tk = tenantKeyHash(v.GetStringBytes("tenant"), v.GetStringBytes("key"))
 		if in := v.GetStringBytes("intent"); len(in) > 0 {
 			f.intent, f.named = maphash.Bytes(splitSeed, in), true
 		}
-	case TypeInterrupted:
+	case history.TypeInterrupted:
 		f.errorMsg = string(v.GetStringBytes("error"))
-	case TypeFault:
+	case history.TypeFault:
 		f.op = v.GetInt64("op")
 		if a := v.GetStringBytes("action"); f.op != 0 && (len(a) == 0 || string(a) == "fire") {
 			f.fault = string(v.GetStringBytes("fault"))
@@ -462,8 +460,8 @@ func (sp *splitter) part(h uint64) int32 { return int32(h % uint64(sp.n)) }
 func (sp *splitter) route(f *fact) error {
 	line, raw := f.line, f.raw
 	switch f.typ {
-	case TypeInvoke, TypeOK, TypeInfo, TypeFail, TypeEffect, TypeMeta, TypeFault, TypeInterrupted,
-		TypeStep, TypeBudget, TypeEnvironment, TypeOracle, TypeSettled: // the last five, like an unknown type, go to every key partition
+	case history.TypeInvoke, history.TypeOK, history.TypeInfo, history.TypeFail, history.TypeEffect, history.TypeMeta, history.TypeFault, history.TypeInterrupted,
+		history.TypeStep, history.TypeBudget, history.TypeEnvironment, history.TypeOracle, history.TypeSettled: // the last five, like an unknown type, go to every key partition
 		sp.s.Events++
 		sp.s.End = max(sp.s.End, f.ns)
 	default:
@@ -472,7 +470,7 @@ func (sp *splitter) route(f *fact) error {
 		}
 	}
 	switch f.typ {
-	case TypeInvoke:
+	case history.TypeInvoke:
 		p := sp.part(f.key)
 		if f.named {
 			sp.s.IntentsKnown = true
@@ -497,9 +495,9 @@ func (sp *splitter) route(f *fact) error {
 			return err
 		}
 		return sp.keys[p].write(line, raw)
-	case TypeOK, TypeInfo, TypeFail:
+	case history.TypeOK, history.TypeInfo, history.TypeFail:
 		p, _ := sp.opPart(f.op) // an unknown op goes to 0, whose loader says so
-		if f.typ == TypeOK {
+		if f.typ == history.TypeOK {
 			sp.s.Answers++
 			if f.status >= 500 {
 				sp.s.Failures++
@@ -518,7 +516,7 @@ func (sp *splitter) route(f *fact) error {
 		}
 		delete(sp.open, f.op)
 		return sp.keys[p].write(line, raw)
-	case TypeEffect:
+	case history.TypeEffect:
 		sp.s.EffectsKnown = true
 		if err := sp.executed.uint64(f.tk); err != nil {
 			return err
@@ -533,12 +531,12 @@ func (sp *splitter) route(f *fact) error {
 			}
 		}
 		return sp.keys[p].write(line, raw)
-	case TypeInterrupted:
+	case history.TypeInterrupted:
 		sp.s.Interrupted = f.errorMsg
 		if sp.s.Interrupted == "" {
 			sp.s.Interrupted = "interrupted"
 		}
-	case TypeFault:
+	case history.TypeFault:
 		// A fault aimed at one attempt matters to that attempt's checks
 		// alone, once a fault of its kind is in every partition: a
 		// response-drop per retried intent, copied into each of hundreds
@@ -551,14 +549,14 @@ func (sp *splitter) route(f *fact) error {
 		if f.fault != "" {
 			sp.kinds[f.fault] = true
 		}
-	case TypeStep:
+	case history.TypeStep:
 		// Tenant-isolation judges the body partitions step by step too.
 		for _, w := range sp.bodies {
 			if err := w.write(line, raw); err != nil {
 				return err
 			}
 		}
-	case TypeMeta:
+	case history.TypeMeta:
 	default:
 		if !f.typed {
 			return sp.keys[0].write(line, raw) // not an event: partition 0's loader says why

@@ -1,0 +1,35 @@
+package history
+
+import "github.com/valyala/fastjson"
+
+// The seams through which the fast paths outside this package (the
+// partitioned check's split) read a history: the raw lines of one reader,
+// and the parse and body rules of the loader, so that every reader of the
+// format says the same thing about the same line.
+
+// RawLine returns the next line that is not blank, as read (a byte order
+// mark on the first line dropped), and whether it ended with a newline;
+// [Reader.Line] numbers it. Its errors are those of [Reader.Next] for an
+// unreadable line.
+func (r *Reader) RawLine() (raw []byte, complete bool, err error) { return r.nextLine() }
+
+// DecodeLine decodes a line [Reader.RawLine] returned into e, with the
+// errors [Reader.Next] gives for it ([ErrTruncated] for a cut-off last line).
+func (r *Reader) DecodeLine(raw []byte, complete bool, e *Event) error {
+	v, err := r.parse(raw, complete)
+	if err != nil {
+		return err
+	}
+	_, err = r.decode(v, e)
+	return err
+}
+
+// ParseLine parses line number line with p, with the loader's messages: a
+// [LineError], wrapping [ErrTruncated] for an incomplete last line.
+func ParseLine(p *fastjson.Parser, raw []byte, complete bool, line int) (*fastjson.Value, error) {
+	return parseLine(p, raw, complete, line)
+}
+
+// ResponseBody returns the body of a parsed response object ("body", or
+// "body_b64" decoded) as the loader reads it.
+func ResponseBody(resp *fastjson.Value) ([]byte, error) { return body(resp) }
