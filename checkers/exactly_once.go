@@ -61,7 +61,37 @@ func (c exactlyOnce) check(ix *index) Part {
 		r.Violations = append(r.Violations, c.judgeGroup(h, effects, at, g, unread, bodies, &r.twins)...)
 	}
 	r.t.orphans, r.t.unread = at.orphans, unread
-	return settleExactlyOnce(r, h)
+	r = settleExactlyOnce(r, h)
+	if p := c.cfg.profile(); p.Refuse != 0 {
+		if n := unlearned(h, at, p); n > 0 {
+			note := fmt.Sprintf("%d %s but %s lost, and the service refuses every repeat (%d): the client never learns its order", n, plural(n, "intent executed", "intents executed"), plural(n, "its answer was", "their answers were"), p.Refuse)
+			r.Reason = strings.Join(slices.DeleteFunc([]string{r.Reason, note}, func(s string) bool { return s == "" }), "; ")
+		}
+	}
+	return r
+}
+
+// unlearned counts the units of a service that refuses every repeat
+// that executed (an effect) without any success reaching the client, a
+// refusal answering its retries: the lost-answer cost of that contract.
+func unlearned(h *history.History, at *attribution, p Profile) int {
+	n := 0
+	for ui := range at.units {
+		u := &at.units[ui]
+		if u.acked >= 0 || !at.executed(u) {
+			continue
+		}
+		refused := false
+		for _, s := range at.intentsOf(u) {
+			for _, i := range at.attemptsOf(&at.intents[s]) {
+				refused = refused || refusedRepeat(&h.Attempts[i], p)
+			}
+		}
+		if refused {
+			n++
+		}
+	}
+	return n
 }
 
 // settleExactlyOnce gives the verdict and reason from the violations and

@@ -238,6 +238,9 @@ func (sw *sweep) run(ix *index) (a, b int32, overlapped bool) {
 func (sw *sweep) suspect(o *open, b *history.Attempt, p Profile) bool {
 	cb := classify(b, p)
 	ab := answerOf(b)
+	if refusedRepeat(b, p) {
+		return false // the contract's answer to every repeat (repeat: refuse)
+	}
 	switch {
 	case cb == succeeded && (sw.dup || o.succ-o.succBy.get(ab) > 0):
 		return true
@@ -329,6 +332,9 @@ func (e *endHeap) Pop() any {
 // wrongly (see judge for the words).
 func (c inFlightConflict) pairBad(a, b *history.Attempt, dup bool) bool {
 	p := c.cfg.profile()
+	if refusedRepeat(b, p) {
+		return false // the contract's answer to every repeat (repeat: refuse)
+	}
 	cb := classify(b, p)
 	same := sameAnswer(a, b)
 	switch {

@@ -40,6 +40,8 @@ func classify(a *history.Attempt, p Profile) class {
 		return succeeded
 	case a.Status >= 500 || a.Status == 408:
 		return indeterminate
+	case p.Refuse != 0 && a.Status == p.Refuse:
+		return rejected // the service's answer to every repeat
 	case a.Status == p.InFlight || a.Status == 425 || a.Status == 429:
 		return pending
 	}
@@ -131,4 +133,10 @@ func countOf(n int, kind string) string {
 		return fmt.Sprintf("%d %s", n, plural(n, "effect", "effects"))
 	}
 	return fmt.Sprintf("%d %s %s", n, kind, plural(n, "effect", "effects"))
+}
+
+// refusedRepeat reports whether a is the refusal a service that refuses every
+// repeat answers a repeat with (contract repeat: refuse).
+func refusedRepeat(a *history.Attempt, p Profile) bool {
+	return p.Refuse != 0 && a.Outcome == history.OK && a.Status == p.Refuse
 }

@@ -129,6 +129,11 @@ type Contract struct {
 	// past which a duplicate is blamed on record retention.
 	DecisionBoundMS int64
 	RetentionGapMS  int64
+	// Repeat is how the service answers a repeat of a key: "" (replay the
+	// first answer) or "refuse" (every repeat — an identical retry, a
+	// duplicate in flight, a reuse — gets RepeatStatus, never a replay).
+	Repeat       string
+	RepeatStatus int
 }
 
 // Request is the request of an invoke event.

@@ -507,7 +507,7 @@ func decodeContract(v *fastjson.Value) (*Contract, error) {
 	for _, f := range []struct {
 		name string
 		dst  *string
-	}{{"profile", &c.Profile}, {"fingerprint", &c.Fingerprint}} {
+	}{{"profile", &c.Profile}, {"fingerprint", &c.Fingerprint}, {"repeat", &c.Repeat}} {
 		if *f.dst, err = str(v, f.name, false); err != nil {
 			return nil, err
 		}
@@ -515,7 +515,7 @@ func decodeContract(v *fastjson.Value) (*Contract, error) {
 	for _, f := range []struct {
 		name string
 		dst  *int
-	}{{"missing_key", &c.MissingKey}, {"reuse", &c.Reuse}, {"in_flight", &c.InFlight}} {
+	}{{"missing_key", &c.MissingKey}, {"reuse", &c.Reuse}, {"in_flight", &c.InFlight}, {"repeat_status", &c.RepeatStatus}} {
 		n, err := integer(v, f.name, false)
 		if err != nil {
 			return nil, err

@@ -282,6 +282,10 @@ func appendContract(dst []byte, c *Contract) []byte {
 	if c.RetentionGapMS != 0 {
 		dst = appendInt(dst, "retention_gap_ms", c.RetentionGapMS)
 	}
+	if c.Repeat != "" {
+		dst = appendOptString(dst, "repeat", c.Repeat)
+		dst = appendInt(dst, "repeat_status", int64(c.RepeatStatus))
+	}
 	return append(dst, '}')
 }
 

@@ -175,7 +175,15 @@ type Contract struct {
 	// When set, some duplicates are re-serialised to probe it; "" sends
 	// none (see also [Traffic.Retyped]).
 	Fingerprint string `yaml:"fingerprint" json:"fingerprint,omitempty"`
-	_           struct{}
+	// Repeat is how the service answers a repeat of a key: "" (the first
+	// answer replayed) or "refuse": every repeat — an identical retry
+	// after success, a duplicate in flight, a reuse — gets RepeatStatus,
+	// never a replay. The refusal is then the expected answer to an
+	// identical retry and the client does not retry it; reuse and
+	// in_flight default to RepeatStatus, missing_key to 400.
+	Repeat       string `yaml:"repeat" json:"repeat,omitempty"`
+	RepeatStatus int    `yaml:"repeat_status" json:"repeat_status,omitempty"`
+	_            struct{}
 }
 
 // The payload fingerprints of [Contract.Fingerprint].

@@ -13,7 +13,8 @@ type Case struct {
 	// after retention expiry, f loose payload comparison, g global key
 	// space, h replay from a second execution, i cached 5xx; and issue 23's
 	// j check-then-insert on SQLite, k an upsert claim on MariaDB, l a claim
-	// not held across instances (its second order lands late).
+	// not held across instances (its second order lands late), m a claim
+	// recorded after the write by a service that refuses every repeat.
 	Class string
 	// Command is the service's program and its first arguments when it is
 	// not cmd/foreignsvc (a service in another language): a program on
@@ -84,6 +85,8 @@ func Cases() []Case {
 			Scenario: dir + "stockroom/scenario.yaml"},
 		{Name: "fleet", Team: "fleet", Args: []string{"-svc", "fleet"},
 			Scenario: dir + "fleet/scenario.yaml", Listing: "/admin/orders"},
+		{Name: "boxoffice", Team: "boxoffice", Args: []string{"-svc", "boxoffice"},
+			Scenario: dir + "boxoffice/scenario.yaml"},
 
 		{Name: "ledger-fingerprint-clock", Team: "ledger", Class: "a",
 			Args:     []string{"-svc", "ledger", "-fingerprint-command"},
@@ -133,6 +136,10 @@ func Cases() []Case {
 			Args:     []string{"-svc", "fleet", "-local-claims"},
 			Scenario: dir + "fleet/scenario.yaml", Expect: "exactly-once", Cause: "not held across instances", Listing: "/admin/orders",
 			Flaw: "the in-progress claim lives in each instance's memory: a retry that reaches the other instance while the first still charges places a second order, which lands after the client's 201"},
+		{Name: "boxoffice-claim-after-write", Team: "boxoffice", Class: "m",
+			Args:     []string{"-svc", "boxoffice", "-claim-after-write"},
+			Scenario: dir + "boxoffice/scenario.yaml", Expect: "exactly-once", Cause: "not atomic",
+			Flaw: "the key is recorded only after the booking: copies that arrive together are not refused, and each books"},
 	}
 }
 
