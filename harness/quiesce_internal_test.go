@@ -1,11 +1,16 @@
 package harness
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness/driver"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/reference"
 )
 
 // A step waits for a user's service only when something may still run
@@ -45,5 +50,33 @@ func TestSameEffects(t *testing.T) {
 	}
 	if sameEffects(a, []history.Effect{a[0], {Tenant: "t2", Key: "k2", ID: "order 9"}}) {
 		t.Error("another effect of the same count went unseen")
+	}
+}
+
+// The reference's in-flight gauge is read from its /metrics text; a
+// service without it is not waited for.
+func TestReferenceInFlight(t *testing.T) {
+	t.Parallel()
+	var body atomic.Pointer[string]
+	with := func(s string) { body.Store(&s) }
+	with("# HELP x\n" + reference.InFlightMetric + " 2\nother 1\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, *body.Load())
+	}))
+	defer srv.Close()
+	n, err := referenceInFlight(t.Context(), srv.Client(), srv.URL)
+	if err != nil || n != 2 {
+		t.Fatalf("in flight %d, %v; want 2", n, err)
+	}
+	with("other 1\n")
+	if _, err := referenceInFlight(t.Context(), srv.Client(), srv.URL); err == nil {
+		t.Fatal("a /metrics without the gauge read as a count")
+	}
+	if referenceQuiesce(t.Context(), srv.Client(), srv.URL) {
+		t.Fatal("quiesced on a service without the gauge")
 	}
 }
