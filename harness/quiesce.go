@@ -42,15 +42,16 @@ func defaultSettle(clientTimeout time.Duration) time.Duration {
 
 // settleFor is how long a step waits after its last attempt ended before
 // its effects are read: the scenario's effects.settle when it names one
-// (asynchronous effects: a queue's consumer), else, when some attempt
-// ended info (its work may still be running on the server, on another
+// (asynchronous effects: a queue's consumer), else, when open attempts
+// ended info (their work may still be running on the server, on another
 // instance, after the client gave up), the default derived from the
-// client timeout; 0 when every attempt got an answer.
-func settleFor(named time.Duration, stats driver.Stats, clientTimeout time.Duration) time.Duration {
+// client timeout; 0 when every attempt got an answer (or lost it to a
+// response-drop, which lets the service answer first).
+func settleFor(named time.Duration, open int64, clientTimeout time.Duration) time.Duration {
 	if named > 0 {
 		return named
 	}
-	if stats.Info > 0 {
+	if open > 0 {
 		return defaultSettle(clientTimeout)
 	}
 	return 0

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemchaos/idemchaos/harness/driver"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/reference"
 )
@@ -31,7 +30,7 @@ func TestSettleFor(t *testing.T) {
 		{info: 1, want: maxDefaultSettle}, // the driver's 2s default
 		{timeout: 250 * time.Millisecond, want: 0},
 	} {
-		if got := settleFor(c.named, driver.Stats{Info: c.info}, c.timeout); got != c.want {
+		if got := settleFor(c.named, c.info, c.timeout); got != c.want {
 			t.Errorf("settleFor(%v, info %d, timeout %v) = %v, want %v", c.named, c.info, c.timeout, got, c.want)
 		}
 	}

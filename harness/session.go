@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,8 +38,13 @@ type session struct {
 	reference bool
 	settle    time.Duration
 	metrics   *http.Client // the reference's in-flight gauge, through the gate
-	// lastInfo is when the last attempt that ended info ended (run ns).
+	// lastInfo is when the last attempt that ended info ended (run ns),
+	// and open counts those attempts, but the ones a response-drop cut:
+	// that fault lets the service answer first, so its work is done.
 	lastInfo atomic.Int64
+	open     atomic.Int64
+	mu       sync.Mutex
+	dropped  map[int64]bool // ops a response-drop cut
 	// stopFlush ends the loop that flushes the history as the run goes.
 	stopFlush chan struct{}
 }
@@ -74,9 +80,21 @@ func (r *Runner) openSession(rp *runPlan, t *sut.Target, opts RunOptions) (*sess
 	if s.reference {
 		s.metrics = r.gate().HTTPClient("the reference's /metrics", 5*time.Second)
 	}
+	s.dropped = map[int64]bool{}
 	rec.OnEvent(func(e *history.Event) {
-		if e.Type == history.TypeInfo {
-			s.lastInfo.Store(e.NS)
+		switch {
+		case e.Type == history.TypeFault && e.Fault == "response-drop" && e.Op != 0:
+			s.mu.Lock()
+			s.dropped[e.Op] = true
+			s.mu.Unlock()
+		case e.Type == history.TypeInfo:
+			s.mu.Lock()
+			cut := s.dropped[e.Op]
+			s.mu.Unlock()
+			if !cut {
+				s.open.Add(1)
+				s.lastInfo.Store(e.NS)
+			}
 		}
 	})
 	// Flush as the run goes, so the file can be followed while it runs and
@@ -145,7 +163,7 @@ func (s *session) step(ctx context.Context, st *stepPlan, plan Plan) (driver.Sta
 		err = s.rec.Write(&history.Event{Type: history.TypeBudget, MaxRequests: int64(st.traffic.MaxRequests)})
 	}
 	if err == nil {
-		err = s.readEffects(ctx, st, stats)
+		err = s.readEffects(ctx, st)
 	}
 	if err == nil && ctx.Err() == nil {
 		if err = s.rec.Flush(); err == nil {
@@ -190,12 +208,12 @@ func (r *Runner) historyFile(scenario string, opts RunOptions) (string, *os.File
 // in-flight handlers are counted, so it is read as soon as none runs; a
 // user's service is read after its settle (settleFor) and once two reads
 // agree.
-func (s *session) readEffects(ctx context.Context, st *stepPlan, stats driver.Stats) error {
+func (s *session) readEffects(ctx context.Context, st *stepPlan) error {
 	if s.oracle == nil {
 		return nil
 	}
 	if s.reference {
-		if stats.Info > 0 && referenceQuiesce(ctx, s.metrics, s.world.t.ServiceURL) {
+		if s.open.Swap(0) > 0 && referenceQuiesce(ctx, s.metrics, s.world.t.ServiceURL) {
 			if err := s.rec.Write(&history.Event{Type: history.TypeSettled}); err != nil {
 				return err
 			}
@@ -206,7 +224,7 @@ func (s *session) readEffects(ctx context.Context, st *stepPlan, stats driver.St
 		}
 		return recordEffects(read, s.rec, s.recorded, s.named)
 	}
-	wait := settleFor(s.settle, stats, st.driver.Timeout)
+	wait := settleFor(s.settle, s.open.Swap(0), st.driver.Timeout)
 	if s.settle <= 0 && wait > 0 {
 		// The default settle counts from the last timeout: work that
 		// has run one more timeout since is done or stuck.
