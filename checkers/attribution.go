@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/unionfind"
 )
 
 // intentState is what one intent did and produced.
@@ -214,7 +215,7 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 			a := &h.Attempts[j]
 			tk := tenantKey{a.Tenant, a.Key}
 			if f, ok := byKey[tk]; ok {
-				groupOf.join(f, attemptOf[j])
+				groupOf.Join(f, attemptOf[j])
 			} else {
 				byKey[tk] = attemptOf[j]
 			}
@@ -230,9 +231,9 @@ func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	rootGroup := make([]int32, len(states)) // group number of each root + 1
 	nGroups := 0
 	for s := range states {
-		ur := unitOf.find(int32(s))
+		ur := unitOf.Find(int32(s))
 		if rootUnit[ur] == 0 {
-			gr := groupOf.find(int32(s))
+			gr := groupOf.Find(int32(s))
 			if rootGroup[gr] == 0 {
 				nGroups++
 				rootGroup[gr] = int32(nGroups)
@@ -303,12 +304,12 @@ func joinScope(h *history.History, idx []int32, attemptOf []int32, unitOf, group
 	var ackAns []answer
 	for _, i := range idx {
 		a, s := &h.Attempts[i], attemptOf[i]
-		groupOf.join(attemptOf[idx[0]], s)
+		groupOf.Join(attemptOf[idx[0]], s)
 		fp := ct.same(a)
 		found := false
 		for _, f := range payloads {
 			if f.fp == fp {
-				unitOf.join(f.s, s)
+				unitOf.Join(f.s, s)
 				found = true
 				break
 			}
@@ -323,7 +324,7 @@ func joinScope(h *history.History, idx []int32, attemptOf []int32, unitOf, group
 		found = false
 		for k, x := range ackAns {
 			if x == ans {
-				unitOf.join(acks[k].s, s)
+				unitOf.Join(acks[k].s, s)
 				found = true
 				break
 			}
@@ -343,35 +344,11 @@ func (at *attribution) effectsOf(g *group) []int32 {
 	return out
 }
 
-// unionFind joins intents; find returns a set's representative.
-type unionFind []int32
+// unionFind joins intents; find returns a set's representative, the
+// earlier intent.
+type unionFind = unionfind.Sets
 
-func newUnionFind(n int) unionFind {
-	u := make(unionFind, n)
-	for i := range u {
-		u[i] = int32(i)
-	}
-	return u
-}
-
-func (u unionFind) find(x int32) int32 {
-	for u[x] != x {
-		u[x] = u[u[x]]
-		x = u[x]
-	}
-	return x
-}
-
-func (u unionFind) join(a, b int32) {
-	ra, rb := u.find(a), u.find(b)
-	if ra == rb {
-		return
-	}
-	if rb < ra {
-		ra, rb = rb, ra
-	}
-	u[rb] = ra // the earlier intent represents the set
-}
+func newUnionFind(n int) unionFind { return unionfind.New(n) }
 
 // bucket lays out the items assigned to each of n lists (of[i] is the list
 // of item i, -1 for none) in one array, keeping the items' order: list k is

@@ -70,6 +70,10 @@ type Contract struct {
 	// RetentionGap is the gap between attempts of one key past which a
 	// duplicate is blamed on record retention (default 30s).
 	RetentionGap time.Duration
+	// MaxKeyLength is the longest idempotency key the service keeps whole
+	// (0: no limit); carried in the meta so a check says what the run
+	// checked its keys against.
+	MaxKeyLength int
 	_            struct{}
 }
 
@@ -122,6 +126,7 @@ func (c Contract) Meta() *history.Contract {
 		Profile: c.Profile.Name, MissingKey: c.Profile.MissingKey, Reuse: c.Profile.Reuse, InFlight: c.Profile.InFlight,
 		Fingerprint: c.Fingerprint, ReplayHeaders: slices.Clone(c.ReplayHeaders), ReplayIgnore: slices.Clone(c.ReplayIgnore),
 		DecisionBoundMS: c.DecisionBound.Milliseconds(), RetentionGapMS: c.RetentionGap.Milliseconds(),
+		MaxKeyLength: int64(c.MaxKeyLength),
 	}
 	if c.Profile.Refuse != 0 {
 		m.Repeat, m.RepeatStatus = RepeatRefuse, c.Profile.Refuse
@@ -175,6 +180,7 @@ func ContractFromMeta(m *history.Contract) (Contract, error) {
 	if m.RetentionGapMS > 0 {
 		c.RetentionGap = time.Duration(m.RetentionGapMS) * time.Millisecond
 	}
+	c.MaxKeyLength = int(m.MaxKeyLength)
 	return c, c.Validate()
 }
 

@@ -133,9 +133,21 @@ func (c eventuallyDecided) check(ix *index) Part {
 			}
 		}
 		if decided >= 0 {
-			r.Violations = append(r.Violations, c.violation(h, s, ops, fmt.Sprintf("got its first definite answer only %s after its first attempt", time.Duration(decided-first).Round(time.Millisecond)), healed, stuck))
+			v := c.violation(h, s, ops, fmt.Sprintf("got its first definite answer only %s after its first attempt", time.Duration(decided-first).Round(time.Millisecond)), healed, stuck)
+			if stuck && faulted(h, "crash") {
+				// The record was taken over in the end: a lease, longer
+				// than the bound.
+				v.Cause = fmt.Sprintf("a 'processing' record whose holder died is taken over only when its lease expires, and that lease is longer than the scenario's decision bound: the takeover came %s after %s, the bound is %s; shorten the lease below the bound (or raise eventually-decided's bound if the service promises no better)",
+					time.Duration(decided-first).Round(time.Millisecond), sinceWhat(healed), c.cfg.contract.DecisionBound)
+			}
+			r.Violations = append(r.Violations, v)
 		} else {
-			r.Violations = append(r.Violations, c.violation(h, s, ops, fmt.Sprintf("was still undecided %s after its first attempt (answers: %s)", time.Duration(lastAsked-first).Round(time.Millisecond), answersOps(h, idx, ops)), healed, stuck))
+			v := c.violation(h, s, ops, fmt.Sprintf("was still undecided %s after its first attempt (answers: %s)", time.Duration(lastAsked-first).Round(time.Millisecond), answersOps(h, idx, ops)), healed, stuck)
+			if stuck && faulted(h, "crash") {
+				v.Cause = fmt.Sprintf("a 'processing' record whose holder died has no lease (no takeover in the %s the retries waited after %s, against a decision bound of %s), so it blocks every retry forever",
+					time.Duration(lastAsked-first).Round(time.Millisecond), sinceWhat(healed), c.cfg.contract.DecisionBound)
+			}
+			r.Violations = append(r.Violations, v)
 		}
 	}
 	r.t.undecidable, r.t.bound = undecidable, c.cfg.contract.DecisionBound
@@ -161,6 +173,15 @@ func (eventuallyDecided) mergeParts(r Part, _ []Part, h *history.History) Part {
 	return settleEventuallyDecided(r, h)
 }
 
+// sinceWhat names the moment a key's clock started: the last heal, or its
+// first attempt.
+func sinceWhat(healed int64) string {
+	if healed > 0 {
+		return "the faults healed at " + at(healed)
+	}
+	return "its first attempt"
+}
+
 func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, what string, healed int64, stuck bool) Violation {
 	since := "its first attempt"
 	if healed > 0 {
@@ -175,6 +196,8 @@ func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, w
 	switch {
 	case !stuck && identical5xx(h, ops):
 		cause = "an error is stored as the final answer: every retry got the same 5xx, byte for byte, with no fault injected (the stored error replayed, unless a dependency fails the same way every time) — a failed execution must release the key (or store nothing), not cache the error"
+	case !stuck && refusedConnections(h, ops, c.cfg.profile()):
+		cause = "the service did not accept connections (capacity): every attempt without a decision was refused, reset or timed out before a connection was made, none answered 5xx; raise its listen backlog or worker count, or lower traffic.concurrency"
 	case stuck && faulted(h, "crash"):
 		cause = "a 'processing' record whose holder died has no lease, so it blocks every retry forever"
 	case stuck:
@@ -186,6 +209,54 @@ func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, w
 			describeScope(s), what, since, c.cfg.contract.DecisionBound),
 		Cause: cause,
 	}
+}
+
+// refusedConnections says every attempt of ops that got no decision failed
+// at the connection — refused, reset before a byte of the answer was read,
+// a connect that timed out — rather than with an answer (5xx) or a timeout
+// of a request the service had: a service out of capacity, not one that
+// cannot decide.
+func refusedConnections(h *history.History, ops []int64, p Profile) bool {
+	want := make(map[int64]bool, len(ops))
+	for _, o := range ops {
+		want[o] = true
+	}
+	n := 0
+	for i := range h.Attempts {
+		a := &h.Attempts[i]
+		if !want[a.Op] {
+			continue
+		}
+		if cl := classify(a, p); a.Outcome == history.OK && (cl == succeeded || cl == rejected) {
+			continue
+		}
+		if !connectionLevel(a) {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// connectionLevel says an attempt failed at the connection: never sent
+// (refused), or no status read and the error is a reset, an EOF, a refusal
+// or a connect timeout (the driver words it "no connection was made").
+func connectionLevel(a *history.Attempt) bool {
+	switch a.Outcome {
+	case history.Fail:
+		return true
+	case history.Info:
+		e := strings.ToLower(a.Error)
+		if strings.HasPrefix(e, "status ") {
+			return false // the status arrived: the service had the request
+		}
+		for _, s := range []string{"connection refused", "connection reset", "no connection was made", "eof", "broken pipe"} {
+			if strings.Contains(e, s) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func answersOps(h *history.History, idx []int32, ops []int64) string {

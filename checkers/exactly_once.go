@@ -439,11 +439,10 @@ func firstOwn5xx(h *history.History, attempts []int32, first *history.Attempt) b
 	return !hitByFault(h, a, faultSpans(h))
 }
 
-// bodyScope groups intents that sent byte-identical requests to one endpoint.
-type bodyScope struct {
-	tenant, method, path string
-	body                 uint64
-}
+// bodyScope groups intents that sent byte-identical requests to one
+// endpoint: the scope a twin is asked about, inside a check as across
+// partitions ([TwinScope]).
+type bodyScope = TwinScope
 
 func indexBodies(h *history.History, at *attribution) map[bodyScope][]*intentState {
 	m := make(map[bodyScope][]*intentState)

@@ -106,7 +106,7 @@ func wireOf(r Part) wireResult {
 		v := &r.Violations[i]
 		wv := wireViolation{V: *v}
 		if q, ok := ask[idOf(v)]; ok {
-			wv.Twin = &wireTwin{q.scope.tenant, q.scope.method, q.scope.path, q.scope.body, q.unit}
+			wv.Twin = &wireTwin{q.scope.Tenant, q.scope.Method, q.scope.Path, q.scope.Body, q.unit}
 		}
 		w.Violations = append(w.Violations, wv)
 	}

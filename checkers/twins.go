@@ -31,7 +31,8 @@ type violationID struct {
 
 func idOf(v *Violation) violationID { return violationID{firstOp(*v), v.Explanation} }
 
-// TwinScope is a tenant, an endpoint and the hash of a request body.
+// TwinScope is a tenant, an endpoint and the hash of a request body: the
+// scope of intents that sent byte-identical requests.
 type TwinScope struct {
 	Tenant, Method, Path string
 	Body                 uint64
@@ -55,7 +56,7 @@ type Twin struct {
 func TwinQueries(p Part) map[TwinScope]bool {
 	q := map[TwinScope]bool{}
 	for _, t := range p.twins {
-		q[t.q.scope.exported()] = true
+		q[t.q.scope] = true
 	}
 	return q
 }
@@ -97,7 +98,7 @@ func ResolveTwins(p Part, twins []Twin) Part {
 			continue
 		}
 		for _, t := range twins {
-			if t.Scope == q.scope.exported() && t.Unit != q.unit {
+			if t.Scope == q.scope && t.Unit != q.unit {
 				v.Cause = twinCause(t.Intent)
 				break
 			}
@@ -106,5 +107,3 @@ func ResolveTwins(p Part, twins []Twin) Part {
 	p.Violations, p.twins = vs, nil
 	return p
 }
-
-func (b bodyScope) exported() TwinScope { return TwinScope{b.tenant, b.method, b.path, b.body} }

@@ -196,6 +196,7 @@ func Decide(f Facts, steps []Result, opts ...Option) Judgement {
 	p := cfg.profile()
 	j := Judgement{Reason: environment(f)}
 	var sofar StepFacts // the steps so far, added up
+	var reported []reportedViolation
 	for i, r := range steps {
 		var own StepFacts
 		if i < len(f.Steps) {
@@ -203,6 +204,7 @@ func Decide(f Facts, steps []Result, opts ...Option) Judgement {
 		} else {
 			own = StepFacts{Expect: "clean"}
 		}
+		r, reported = ownViolations(r, i, f.Steps, reported)
 		sofar.Attempts += own.Attempts
 		sofar.Info += own.Info
 		sofar.Fail += own.Fail
@@ -232,6 +234,84 @@ func Decide(f Facts, steps []Result, opts ...Option) Judgement {
 		j.Verdict = max(j.Verdict, r.Verdict)
 	}
 	return j
+}
+
+// reportedViolation is a violation an earlier step reported, and which.
+type reportedViolation struct {
+	v    Violation
+	step int
+}
+
+// sameViolation says later is the violation earlier was, seen again in a
+// longer history: the same invariant, tenant, key and intent, and the ops
+// earlier named are the first of later's (a resend may add attempts to an
+// intent already found duplicated; another replay of one key is another
+// violation).
+func sameViolation(earlier, later Violation) bool {
+	return earlier.Invariant == later.Invariant && earlier.Tenant == later.Tenant && earlier.Key == later.Key &&
+		earlier.Intent == later.Intent && len(earlier.Ops) <= len(later.Ops) && slices.Equal(earlier.Ops, later.Ops[:len(earlier.Ops)])
+}
+
+// ownViolations keeps of r, step i's checks over the history up to its end,
+// the violations no earlier step reported, and adds them to reported. Each
+// step is checked on the whole history so far (resend, callback and
+// retention steps span steps), but a violation is printed once, under the
+// first step that saw it — the step of its first op, or the later one that
+// completed it — and only a step's own violations make it fail. A check
+// left with none passes, saying where its violations were reported.
+func ownViolations(r Result, i int, steps []StepFacts, reported []reportedViolation) (Result, []reportedViolation) {
+	if len(reported) == 0 && i == 0 {
+		for _, v := range r.Violations {
+			reported = append(reported, reportedViolation{v, i})
+		}
+		return r, reported
+	}
+	stepName := func(k int) string {
+		if k < len(steps) && steps[k].Name != "" {
+			return fmt.Sprintf("step %d %q", k+1, steps[k].Name)
+		}
+		return fmt.Sprintf("step %d", k+1)
+	}
+	var fresh []reportedViolation
+	keep := func(p Result) Result {
+		if len(p.Violations) == 0 {
+			return p
+		}
+		var own []Violation
+		where := -1
+		for _, v := range p.Violations {
+			k := slices.IndexFunc(reported, func(e reportedViolation) bool { return sameViolation(e.v, v) })
+			if k < 0 {
+				own = append(own, v)
+				fresh = append(fresh, reportedViolation{v, i})
+				continue
+			}
+			if where < 0 {
+				where = reported[k].step
+			}
+		}
+		if n := len(p.Violations) - len(own); n > 0 {
+			p.Violations = own
+			if len(own) == 0 && p.Verdict == Violated {
+				p.Verdict = Pass
+				p.Reason = fmt.Sprintf("its %d violation(s) so far are reported under %s", n, stepName(where))
+			}
+		}
+		return p
+	}
+	if len(r.Results) == 0 {
+		r = keep(r)
+	} else {
+		parts := make([]Result, len(r.Results))
+		r.Verdict, r.Violations = Pass, nil
+		for k, p := range r.Results {
+			parts[k] = keep(p)
+			r.Violations = append(r.Violations, parts[k].Violations...)
+			r.Verdict = max(r.Verdict, parts[k].Verdict)
+		}
+		r.Results = parts
+	}
+	return r, append(reported, fresh...)
 }
 
 // environment is the environment error of the history, in one line, or "".

@@ -98,6 +98,11 @@ func Test(t TB, c Case) {
 		t.Fatalf("%v", err)
 		return
 	}
+	// ExternalEnv's URL is the target, as --target is the command's: an
+	// effects.url on the scenario's own origin moves with it.
+	for i := range loaded {
+		loaded[i] = retargeted(loaded[i], c.Env.url)
+	}
 	ctx := context.Background()
 	r, closeEnv, err := Open(ctx, OpenOptions{Kind: c.Env.kind, TargetURL: c.Env.url, Scenarios: loaded, AllowRemote: c.AllowRemote})
 	if errors.Is(err, env.ErrNoEnvironment) {
@@ -123,7 +128,9 @@ func Test(t TB, c Case) {
 		if mutant == "" && s.Target.Reference != nil && s.Target.Reference.Mutant == "" {
 			mutant = CorrectService
 		}
-		opts := RunOptions{Seed: seed, Mutant: mutant, Expect: st.ExpectViolation}
+		// The replay command names the target the step ran against.
+		opts := RunOptions{Seed: seed, Mutant: mutant, Expect: st.ExpectViolation,
+			Invocation: Invocation{Target: c.Env.url, AllowRemote: c.AllowRemote}}
 		out, err := r.Run(ctx, s, opts)
 		where := fmt.Sprintf("step %d/%d (%s, seed %d", i+1, len(c.Steps), s.Name, seed)
 		if out != nil && out.Mutant != "" {
@@ -176,7 +183,13 @@ func judgeStep(t TB, where string, st Step, out *Outcome) (failed bool) {
 	}
 	switch {
 	case st.ExpectViolation != "":
-		if !violated(result, st.ExpectViolation) {
+		// Each violation is reported under the first step that saw it,
+		// which need not be the last.
+		seen := st.Check != nil && violated(result, st.ExpectViolation)
+		for _, so := range out.Steps {
+			seen = seen || (st.Check == nil && violated(so.Result, st.ExpectViolation))
+		}
+		if !seen {
 			errorf("%s: expected a %s violation, saw none (verdict %s, %d requests)\n%s", where, st.ExpectViolation, result.Verdict, out.Requests, replay)
 		}
 	case st.Check != nil:
@@ -242,17 +255,36 @@ func (c Case) validate() ([]*scenarios.Scenario, error) {
 	return loaded, errors.Join(errs...)
 }
 
-// historyDir is where a case's histories go: kept when the test failed, so
-// the failure's history can be read afterwards, removed when it passed.
+// historyDir is where a case's histories go: a directory of this test's
+// own under the temp dir (named for it), kept and printed when the test
+// failed, so the failure's history can be read afterwards, removed when it
+// passed. No other test's directory is ever touched.
 func historyDir(t TB) string {
-	dir, err := os.MkdirTemp("", "idemchaos-histories-")
+	dir, err := os.MkdirTemp("", "idemchaos-histories-"+testDirName(t.Name())+"-")
 	if err != nil {
 		return os.TempDir()
 	}
 	t.Cleanup(func() {
-		if !t.Failed() {
-			_ = os.RemoveAll(dir)
+		if t.Failed() {
+			t.Logf("idemchaos: this test's histories are kept in %s", dir)
+			return
 		}
+		_ = os.RemoveAll(dir)
 	})
 	return dir
+}
+
+// testDirName makes a test's name (subtests included) a short, safe part
+// of a directory name.
+func testDirName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 60 {
+		b = b[:60]
+	}
+	return string(b)
 }

@@ -288,3 +288,40 @@ func TestRun_HistoryCarriesTheContract(t *testing.T) {
 		t.Error("the finished run's meta says its effects were not read")
 	}
 }
+
+// TestExternalEnv_MovesTheEffectsURLAndReplaysTheTarget: a Go test of a
+// service on another port than its scenario says (ExternalEnv, as
+// --target) reads the effects on that service too — before, the oracle
+// still read the scenario's old origin and the correct service was
+// accused — and the replay command of a failure names the target.
+func TestExternalEnv_MovesTheEffectsURLAndReplaysTheTarget(t *testing.T) {
+	t.Parallel()
+	// The scenario's own origin: a loopback port nothing listens on.
+	dead := "http://127.0.0.1:9"
+	yaml := strings.Replace(shopScenario, "invariants: [exactly-once, tenant-isolation]", "invariants: [exactly-once, tenant-isolation, reuse-rejected]", 1)
+	s, err := scenarios.Parse("moved.yaml", []byte(strings.ReplaceAll(yaml, "SERVICE", dead)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, loose := range map[string]bool{"correct": false, "loose": true} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(newShop(loose))
+			t.Cleanup(srv.Close)
+			tb := &fakeTB{}
+			harness.Test(tb, harness.Case{Env: harness.ExternalEnv(srv.URL), NoInvestigate: true,
+				Steps: []harness.Step{{Inline: s, Seed: 3}}})
+			tb.done()
+			got := strings.Join(tb.errors, "\n")
+			switch {
+			case !loose && got != "":
+				t.Fatalf("a correct service on the moved target failed:\n%s", got)
+			case loose && !strings.Contains(got, "--target "+srv.URL):
+				t.Fatalf("the replay does not name the target %s:\n%s", srv.URL, got)
+			}
+			if s.Target.URL != dead || s.Effects.URL != dead+"/effects" {
+				t.Errorf("the caller's inline scenario was changed: %s, %s", s.Target.URL, s.Effects.URL)
+			}
+		})
+	}
+}

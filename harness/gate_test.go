@@ -130,3 +130,20 @@ func TestOpen_TargetNameNeedsDNS(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// A refused target is reported as the target, even when the scenario's
+// effects.url names the same host (moved with --target): it was reported
+// as an effects.url problem.
+func TestOpen_RefusedTargetIsTheTargets(t *testing.T) {
+	t.Parallel()
+	s, err := scenarios.Parse("t.yaml", []byte("target: {url: \"http://10.1.2.3:8080\", allow_remote: true}\neffects: {oracle: http, url: \"http://10.1.2.3:8080/effects\", items: \"$.orders[*]\", tenant: $.tenant, key: $.key, id: $.id}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Target.AllowRemote = false // as --target leaves it: the command line decides
+	err = openRefused(t, harness.OpenOptions{TargetURL: "http://10.1.2.3:8080", Scenarios: []*scenarios.Scenario{s}})
+	var nl *addrgate.NotLoopbackError
+	if !errors.As(err, &nl) || nl.Setting != "--target" || strings.Contains(err.Error(), "effects.url") {
+		t.Fatalf("%v: want the target named, not effects.url", err)
+	}
+}

@@ -3,11 +3,13 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/harness/internal/sut"
 	"github.com/idemchaos/idemchaos/internal/addrgate"
+	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -57,6 +59,15 @@ type OpenOptions struct {
 // through the address gate before anything starts.
 func Open(ctx context.Context, opts OpenOptions) (*Runner, func(context.Context) error, error) {
 	g := gateOf(opts.AllowRemote, opts.HostsFile)
+	// The target first: an effects.url moved with it names the same host,
+	// and a refusal of that host is the target's, not the oracle's.
+	if opts.TargetURL != "" {
+		if u, err := url.Parse(opts.TargetURL); err == nil && u.Host != "" {
+			if _, err := g.Resolve(ctx, netaddr.HostPort(u), "--target"); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	if err := checkScenarioAddresses(ctx, g, opts.Scenarios); err != nil {
 		return nil, nil, err
 	}

@@ -176,3 +176,33 @@ func loosely(t *testing.T, body []byte) map[string]string {
 	}
 	return out
 }
+
+// TestPlan_KeysAreTheDocumentedFormat: the keys a run sends to a user's
+// service are scenarios.Key's, and the longest is scenarios.LongestKey's,
+// so contract.max_key_length checks what is really sent.
+func TestPlan_KeysAreTheDocumentedFormat(t *testing.T) {
+	t.Parallel()
+	s := parseScenario(t, "name: orders\ntarget: {url: \"http://127.0.0.1:9\"}\ntraffic: {intents: 12, duplicates: 0.3, reuse: 0.2}\nsteps:\n  - {name: one}\n  - {name: two, traffic: {intents: 4}}\neffects: {oracle: none}\n")
+	nonce := strings.Repeat("x", scenarios.NonceLength)
+	steps, err := resolveSteps(s, 42, s.KeyPrefix(nonce), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	longest := ""
+	var prev Plan
+	for i := range steps {
+		p := steps[i].draw(prev)
+		for _, in := range p.Intents {
+			if !strings.HasPrefix(in.Key, "orders-"+nonce+"-") {
+				t.Errorf("key %q lacks the scenario's name and nonce", in.Key)
+			}
+			if len(in.Key) > len(longest) {
+				longest = in.Key
+			}
+		}
+		prev = p
+	}
+	if want := s.LongestKey(42); len(longest) != len(want) || s.KeyLength(42) != len(want) {
+		t.Errorf("longest key sent %q, scenarios.LongestKey says %q", longest, want)
+	}
+}

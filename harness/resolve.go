@@ -111,9 +111,11 @@ func (r *Runner) resolve(s *scenarios.Scenario, opts RunOptions) (*runPlan, erro
 	// scenario's name and a nonce of this run, so neither another scenario
 	// nor an earlier run can collide with them. The reference starts from an
 	// empty database every run, so its keys stay the same for a seed.
-	keyPrefix := ""
-	if s.Target.Reference == nil {
-		keyPrefix = fmt.Sprintf("%s-%s-", s.Name, runNonce())
+	keyPrefix := s.KeyPrefix(runNonce())
+	if m := s.Contract.MaxKeyLength; m > 0 && s.KeyLength(opts.Seed) > m {
+		// Load checked seeds up to scenarios.MaxValidatedSeed; this one
+		// is larger.
+		return nil, fmt.Errorf("contract.max_key_length: seed %d makes keys of %d characters (%s), longer than %d", opts.Seed, s.KeyLength(opts.Seed), s.LongestKey(opts.Seed), m)
 	}
 	if rp.steps, err = resolveSteps(s, opts.Seed, keyPrefix, opts.Plans); err != nil {
 		return nil, err
@@ -198,16 +200,11 @@ func expectOf(st scenarios.Step) string {
 	return st.Expect
 }
 
-func stepPrefix(i int) string {
-	if i == 0 {
-		return ""
-	}
-	return fmt.Sprintf("s%d", i+1)
-}
+func stepPrefix(i int) string { return scenarios.StepKeyPrefix(i) }
 
 // runNonce is a short random tag for one run against a user's service.
 func runNonce() string {
-	var b [4]byte
+	var b [scenarios.NonceLength / 2]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }

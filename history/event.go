@@ -134,6 +134,9 @@ type Contract struct {
 	// duplicate in flight, a reuse — gets RepeatStatus, never a replay).
 	Repeat       string
 	RepeatStatus int
+	// MaxKeyLength is the longest key the service keeps whole (0: no
+	// limit): the runs' keys were checked against it.
+	MaxKeyLength int64
 }
 
 // Request is the request of an invoke event.

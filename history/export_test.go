@@ -47,5 +47,5 @@ func loadByEvents(r io.Reader, keep []string, keepFn func(string) bool) (*Histor
 // below 2) and blocks of block bytes, so that the tests reach block
 // boundaries, long lines and the serial fallback with small inputs.
 func LoadBlocks(r io.Reader, opts LoadOptions, workers, block int) (*History, error) {
-	return load(r, opts, workers, block)
+	return loadFast(r, opts, workers, block)
 }

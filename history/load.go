@@ -173,60 +173,15 @@ func Hash(b []byte) uint64 { return maphash.Bytes(hashSeed, b) }
 // what the checkers need. A history cut off mid-line loads with Truncated set;
 // any other malformed line is an error carrying its line number.
 //
-// With more than one processor, lines are scanned on other goroutines while
+// The fast paths (files fast_*.go) sit behind one function, [loadFast]:
+// a line they do not fully accept goes through the reference decoding,
+// [Reader] and [History.add] ([loader.slow]), which also gives every error
+// message; the differential tests hold the two to the same History. With
+// more than one processor, lines are scanned on other goroutines while
 // this one applies them in order ([loadParallel]); the result, errors
 // included, is the same as the serial loop's.
 func Load(r io.Reader, opts LoadOptions) (*History, error) {
-	return load(r, opts, runtime.GOMAXPROCS(0), loadBlock)
-}
-
-// load is [Load] with workers scanning goroutines (serial below 2) and
-// blocks of block bytes.
-func load(r io.Reader, opts LoadOptions, workers, block int) (*History, error) {
-	keep := opts.KeepHeaders
-	if keep == nil {
-		keep = DefaultKeepHeaders
-	}
-	h := &History{}
-	l := newLoader(h, keep)
-	l.keepFn = opts.KeepHeader
-	z := sizer{left: inputSize(r)}
-	if workers > 1 {
-		return loadParallel(r, h, l, &z, workers, block)
-	}
-	return loadSerial(NewReader(r), h, l, &z)
-}
-
-// loadSerial reads the lines rd has left, one at a time.
-func loadSerial(rd *Reader, h *History, l *loader, z *sizer) (*History, error) {
-	var e Event
-	for {
-		raw, complete, err := rd.nextLine()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		z.line(len(raw)+1, l)
-		if rd.sawMeta {
-			handled, err := l.fast(raw)
-			if err != nil {
-				return nil, &LineError{Line: rd.Line(), Msg: err.Error()}
-			}
-			if handled {
-				continue
-			}
-		}
-		stop, err := l.slow(rd, raw, complete, &e)
-		if err != nil {
-			return nil, err
-		}
-		if stop {
-			break
-		}
-	}
-	return h.done(l, rd)
+	return loadFast(r, opts, runtime.GOMAXPROCS(0), loadBlock)
 }
 
 // slow applies a line through the JSON parser, [Reader.decode] and

@@ -528,7 +528,7 @@ func decodeContract(v *fastjson.Value) (*Contract, error) {
 	for _, f := range []struct {
 		name string
 		dst  *int64
-	}{{"decision_bound_ms", &c.DecisionBoundMS}, {"retention_gap_ms", &c.RetentionGapMS}} {
+	}{{"decision_bound_ms", &c.DecisionBoundMS}, {"retention_gap_ms", &c.RetentionGapMS}, {"max_key_length", &c.MaxKeyLength}} {
 		if *f.dst, err = integer(v, f.name, false); err != nil {
 			return nil, err
 		}

@@ -286,6 +286,9 @@ func appendContract(dst []byte, c *Contract) []byte {
 		dst = appendOptString(dst, "repeat", c.Repeat)
 		dst = appendInt(dst, "repeat_status", int64(c.RepeatStatus))
 	}
+	if c.MaxKeyLength != 0 {
+		dst = appendInt(dst, "max_key_length", c.MaxKeyLength)
+	}
 	return append(dst, '}')
 }
 

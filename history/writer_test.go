@@ -16,7 +16,7 @@ func sampleEvents() []history.Event {
 	return []history.Event{
 		{Type: history.TypeMeta, V: 1, Scenario: "response-drop", Seed: 42, Started: "2026-11-30T00:00:00Z", EffectsRecorded: true,
 			Contract: &history.Contract{Profile: "custom", MissingKey: 0, Reuse: 400, InFlight: 425, Fingerprint: "canonical",
-				ReplayHeaders: []string{"Location"}, ReplayIgnore: []string{}, DecisionBoundMS: 9000, RetentionGapMS: 1},
+				ReplayHeaders: []string{"Location"}, ReplayIgnore: []string{}, DecisionBoundMS: 9000, RetentionGapMS: 1, MaxKeyLength: 50},
 			Invariants: []string{"exactly-once", "replay-identical"}},
 		{Type: history.TypeStep, Name: "double clicks", Expect: "in-flight-conflict", NS: 100},
 		{Type: history.TypeInvoke, Op: 17, Intent: "i42", Tenant: "t1", Key: "k-9", Attempt: 2, Client: 3, NS: 123,

@@ -48,13 +48,14 @@ func init() {
 
 func newPage() *template.Template {
 	return template.New("report.tmpl").Funcs(template.FuncMap{
-		"upper": strings.ToUpper,
-		"dash":  dash,
-		"join":  func(s []string) string { return strings.Join(s, ", ") },
-		"ms":    func(n int64) string { return fmt.Sprintf("%d ms", n) },
-		"f":     func(x float64) string { return fmt.Sprintf("%.1f", x) },
-		"ops":   joinOps,
-		"label": runLabel,
+		"upper":       strings.ToUpper,
+		"dash":        dash,
+		"join":        func(s []string) string { return strings.Join(s, ", ") },
+		"ms":          func(n int64) string { return fmt.Sprintf("%d ms", n) },
+		"f":           func(x float64) string { return fmt.Sprintf("%.1f", x) },
+		"ops":         joinOps,
+		"label":       runLabel,
+		"historyHref": func(p string) template.URL { return template.URL(historyHref(p)) },
 	})
 }
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -52,6 +53,24 @@ func (b *htmlBuf) enclose(open, s, close string) {
 
 func (b *htmlBuf) int(n int64) { b.WriteString(strconv.FormatInt(n, 10)) }
 
+// historyLink writes a link to a history file by its path (relative to
+// the page when the command could make it so). A path that would read as
+// a URL scheme ("javascript:…") is made a relative path first.
+func (b *htmlBuf) historyLink(path string) {
+	b.raw("<a")
+	b.attr("href", historyHref(path))
+	b.enclose("><code>", path, "</code></a>")
+}
+
+// historyHref is the link to a history file at path.
+func historyHref(path string) string {
+	href := filepath.ToSlash(path)
+	if i := strings.IndexAny(href, ":/"); i >= 0 && href[i] == ':' {
+		href = "./" + href
+	}
+	return href
+}
+
 // writeRun writes one run's section.
 func writeRun(b *htmlBuf, rv *runView) {
 	b.raw("\n<section class=\"run\" id=\"run-")
@@ -92,7 +111,9 @@ func writeRun(b *htmlBuf, rv *runView) {
 		b.enclose("<dt>reproducibility</dt><dd>", rv.Repro, "</dd>")
 	}
 	if rv.History != "" {
-		b.enclose("<dt>history</dt><dd><code>", rv.History, "</code></dd>")
+		b.raw("<dt>history</dt><dd>")
+		b.historyLink(rv.History)
+		b.raw("</dd>")
 	}
 	if rv.Replay != "" {
 		b.enclose("<dt>replay</dt><dd><code class=\"cmd\">", rv.Replay, "</code></dd>")
@@ -191,7 +212,9 @@ func writeRepeat(b *htmlBuf, tv *timelineView) {
 	}
 	b.raw(".")
 	if tv.History != "" {
-		b.enclose(" This run's history: <code>", tv.History, "</code>.")
+		b.raw(" This run's history: ")
+		b.historyLink(tv.History)
+		b.raw(".")
 	}
 	b.raw("</p>\n</section>")
 }

@@ -86,8 +86,8 @@ func TestTimelines_RepeatedFailureDrawnOnce(t *testing.T) {
 	for _, want := range []string{
 		`in 2 more violations of 2 other runs is not drawn again: each is listed in its run with the file that holds that run's history.`,
 		`<section class="timeline repeat" id="v2" data-key="k-2"`,
-		`Not drawn: the same failure as <a href="#v1">#1</a> (key-reuse [mutant no-fingerprint], seed 1), whose timeline shows it. This run's history: <code>h/s2.jsonl</code>.`,
-		`This run's history: <code>h/s3.jsonl</code>.`,
+		`Not drawn: the same failure as <a href="#v1">#1</a> (key-reuse [mutant no-fingerprint], seed 1), whose timeline shows it. This run's history: <a href="h/s2.jsonl"><code>h/s2.jsonl</code></a>.`,
+		`This run's history: <a href="h/s3.jsonl"><code>h/s3.jsonl</code></a>.`,
 		`<summary>the same failure in 2 more violations of other runs, not drawn again</summary>`,
 		`<li><a href="#v3">#3</a> key-reuse [mutant no-fingerprint], seed 3, tenant <code>t1</code>, key <code>k-7</code></li>`,
 		`was reused with a different payload (op 12)`, // every explanation is on the page

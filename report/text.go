@@ -64,11 +64,20 @@ func WriteText(w io.Writer, rep Report) {
 		if run.Error != "" {
 			status = "ERROR"
 		}
-		fmt.Fprintf(w, "%-5s %s (seed %d", status, runLabel(run), run.Seed)
-		if run.Requests > 0 {
-			fmt.Fprintf(w, ", %d requests, %s", run.Requests, time.Duration(run.ElapsedMS)*time.Millisecond)
+		var about []string
+		if run.Seed != 0 || run.File == "" || run.File != run.History {
+			// A checked recording has no seed: real traffic was not drawn
+			// from one, and "seed 0" would offer a replay that is none.
+			about = append(about, fmt.Sprintf("seed %d", run.Seed))
 		}
-		fmt.Fprintln(w, ")")
+		if run.Requests > 0 {
+			about = append(about, fmt.Sprintf("%d requests, %s", run.Requests, time.Duration(run.ElapsedMS)*time.Millisecond))
+		}
+		fmt.Fprintf(w, "%-5s %s", status, runLabel(run))
+		if len(about) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(about, ", "))
+		}
+		fmt.Fprintln(w)
 		if run.Error != "" {
 			fmt.Fprintf(w, "      error: %s\n", run.Error)
 		}
@@ -100,6 +109,58 @@ func WriteText(w io.Writer, rep Report) {
 		}
 	}
 }
+
+// WriteSeeds prints the summary of a run over many seeds (run --seeds):
+// the violations and the lines of the runs that failed — every run's with
+// verbose — then one tally line per scenario, in the order first run.
+func WriteSeeds(w io.Writer, rep Report, verbose bool) {
+	shown := rep
+	if !verbose {
+		shown.Runs = nil
+		for _, run := range rep.Runs {
+			if !passed(run) {
+				shown.Runs = append(shown.Runs, run)
+			}
+		}
+	}
+	WriteText(w, shown)
+	type count struct{ passed, failed, inconclusive, errors int }
+	var order []string
+	counts := map[string]*count{}
+	for _, run := range rep.Runs {
+		name := runLabel(run)
+		c := counts[name]
+		if c == nil {
+			c = &count{}
+			counts[name] = c
+			order = append(order, name)
+		}
+		switch {
+		case passed(run):
+			c.passed++
+		case run.Error != "" || run.Verdict == checkers.EnvironmentError.String():
+			c.errors++
+		case run.Verdict == checkers.Unknown.String():
+			c.inconclusive++
+		default:
+			c.failed++
+		}
+	}
+	if len(shown.Runs) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, name := range order {
+		c := counts[name]
+		fmt.Fprintf(w, "TALLY %s: %d passed, %d failed, %d inconclusive", name, c.passed, c.failed, c.inconclusive)
+		if c.errors > 0 {
+			fmt.Fprintf(w, ", %d environment errors", c.errors)
+		}
+		fmt.Fprintf(w, " (%d seeds)\n", c.passed+c.failed+c.inconclusive+c.errors)
+	}
+}
+
+// passed says every expectation of the run held.
+func passed(run Run) bool { return run.Met && run.Error == "" }
 
 func runLabel(run Run) string {
 	s := run.Scenario

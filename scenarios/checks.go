@@ -43,7 +43,7 @@ func (s *Scenario) CheckerContract() (checkers.Contract, error) {
 		return checkers.Contract{}, err
 	}
 	c := checkers.DefaultContract()
-	c.Profile, c.Fingerprint = p, s.Contract.Fingerprint
+	c.Profile, c.Fingerprint, c.MaxKeyLength = p, s.Contract.Fingerprint, s.Contract.MaxKeyLength
 	for _, inv := range s.Invariants {
 		if inv.Name == "replay-identical" && len(inv.Headers) > 0 {
 			c.ReplayHeaders = append([]string{}, inv.Headers...)

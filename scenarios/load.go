@@ -62,6 +62,13 @@ func Parse(name string, data []byte) (*Scenario, error) {
 	s.Env = t.env
 	s.at = t.positions()
 	s.fillDefaults(name)
+	if m := s.Contract.MaxKeyLength; m > 0 {
+		if n := s.KeyLength(MaxValidatedSeed); n > m {
+			t.errorf(t.posOf("/contract/max_key_length"), "contract.max_key_length: this scenario's keys are up to %d characters (%s, for seeds up to %d), longer than %d: the service would merge the intents whose keys it cuts alike; shorten the scenario's name or its intents",
+				n, s.LongestKey(MaxValidatedSeed), MaxValidatedSeed, m)
+			return nil, t.finish()
+		}
+	}
 	return s, nil
 }
 

@@ -183,6 +183,11 @@ type Contract struct {
 	// in_flight default to RepeatStatus, missing_key to 400.
 	Repeat       string `yaml:"repeat" json:"repeat,omitempty"`
 	RepeatStatus int    `yaml:"repeat_status" json:"repeat_status,omitempty"`
+	// MaxKeyLength is the longest idempotency key the service keeps whole
+	// (0: no limit). A service that truncates keys merges the intents whose
+	// keys share the kept prefix, silently; Load refuses a scenario whose
+	// keys ([Scenario.KeyLength]) would be longer.
+	MaxKeyLength int `yaml:"max_key_length" json:"max_key_length,omitempty"`
 	_            struct{}
 }
 

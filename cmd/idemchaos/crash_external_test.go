@@ -71,6 +71,7 @@ func TestRun_ExternalCrashKillsRestartsAndChecks(t *testing.T) {
 		t.Run(c.point, func(t *testing.T) {
 			url, dsn, kill, restart, dir := ordersvcProcess(t)
 			t.Setenv("TMPDIR", t.TempDir())
+			t.Setenv(historiesEnv, filepath.Join(os.TempDir(), "idemchaos-histories"))
 			scenario := writeFile(t, dir, "crash.yaml", fmt.Sprintf(`name: ordersvc-crash
 target: {url: %q}
 endpoint:

@@ -170,7 +170,9 @@ func TestDemo_FullDiskIsAnEnvironmentError(t *testing.T) {
 	// Wherever the histories go (the temp dir, the working directory),
 	// they go to the full disk.
 	cmd.Dir = full
-	cmd.Env = append(os.Environ(), "TMPDIR="+full) // the run directories stay on /dev/shm (or IDEMCHAOS_RUNDIR)
+	// the run directories stay on /dev/shm (or IDEMCHAOS_RUNDIR); the
+	// histories go to the default, under the working directory
+	cmd.Env = append(os.Environ(), "TMPDIR="+full, historiesEnv+"=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -13,11 +13,12 @@ import (
 )
 
 type initFlags struct {
-	openapi    string
-	out        string
-	keyHeader  string
-	operations []string
-	force      bool
+	openapi      string
+	out          string
+	keyHeader    string
+	tenantHeader string
+	operations   []string
+	force        bool
 }
 
 func (m *Main) initCmd() *cobra.Command {
@@ -57,6 +58,7 @@ that exists (--force overwrites).`,
 	fl.StringVar(&f.openapi, "openapi", "", "the OpenAPI 3.0/3.1 document (YAML or JSON)")
 	fl.StringVar(&f.out, "out", "idemchaos-scenarios", "the directory to write the scenarios to (not \"idemchaos\": the binary is usually built by that name)")
 	fl.StringVar(&f.keyHeader, "key-header", "Idempotency-Key", "the idempotency-key header to look for (case-insensitive)")
+	fl.StringVar(&f.tenantHeader, "tenant-header", "", "the header that carries the tenant, when the document's names and descriptions do not say (tenant, customer, account, organization, workspace... are recognised)")
 	fl.StringArrayVar(&f.operations, "operation", nil, `also scaffold this operation: an operationId or "POST /path" (repeatable)`)
 	fl.BoolVar(&f.force, "force", false, "overwrite files that exist")
 	_ = cmd.MarkFlagRequired("openapi")
@@ -72,7 +74,7 @@ func (m *Main) runInit(cmd *cobra.Command, f initFlags) error {
 	for _, w := range doc.Warnings {
 		fmt.Fprintf(errw, "warning: %s: %s (scaffolding anyway)\n", f.openapi, w)
 	}
-	files, err := scaffold.Generate(doc, scaffold.Options{KeyHeader: f.keyHeader, Operations: f.operations})
+	files, err := scaffold.Generate(doc, scaffold.Options{KeyHeader: f.keyHeader, Operations: f.operations, TenantHeader: f.tenantHeader})
 	if err != nil {
 		return usageError(fmt.Errorf("init: %s: %w", f.openapi, err))
 	}

@@ -64,7 +64,7 @@ func startBin(t *testing.T, bin string, args ...string) *cli {
 	t.Helper()
 	tmp := t.TempDir()
 	c := &cli{cmd: exec.Command(bin, args...), done: make(chan struct{}), histories: filepath.Join(tmp, "idemchaos-histories"), seen: map[int]string{}}
-	c.cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	c.cmd.Env = append(os.Environ(), "TMPDIR="+tmp, historiesEnv+"="+c.histories)
 	c.cmd.Stdout, c.cmd.Stderr = &c.stdout, &c.stderr
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.cmd.Start(); err != nil {

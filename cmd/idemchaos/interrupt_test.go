@@ -17,6 +17,7 @@ import (
 func TestRun_InterruptKeepsHistoryAndCleansUp(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
+	t.Setenv(historiesEnv, filepath.Join(tmp, "idemchaos-histories"))
 	runDirs := func() map[string]bool {
 		// Only this process's run directories: other test binaries (go test
 		// runs packages in parallel) start and end runs of their own.

@@ -76,7 +76,7 @@ func (c *cli) runDirs() []string {
 func (c *cli) next(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(c.cmd.Path, args...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+c.tmpdir())
+	cmd.Env = append(os.Environ(), "TMPDIR="+c.tmpdir(), historiesEnv+"="+c.histories)
 	out, err := cmd.CombinedOutput()
 	if _, ok := err.(*exec.ExitError); err != nil && !ok {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -24,6 +25,10 @@ type outputFlags struct {
 	// dir makes --history a directory even for one run (a shard, whose
 	// siblings write theirs next to it).
 	dir bool
+	// seeds says the runs are one scenario set over many seeds (--seeds):
+	// the summary prints the failures and a tally per scenario, every
+	// run's line only with verbose (-v).
+	seeds, verbose bool
 }
 
 func (o *outputFlags) register(fl *pflag.FlagSet) {
@@ -128,11 +133,22 @@ func (o *outputFlags) write(cmd *cobra.Command, rep report.Report, outcomes []*h
 	if o.history != "" {
 		fail("--history", o.history, keepHistories(o.history, outcomes, rep.Runs, o.dir))
 	}
+	if o.html != "" {
+		// The page links each history relative to where the page is.
+		page := rep
+		page.Runs = slices.Clone(rep.Runs)
+		for i := range page.Runs {
+			page.Runs[i].History = linkFrom(filepath.Dir(o.html), page.Runs[i].History)
+		}
+		fail("--report", o.html, writeOutput(o.html, func(w io.Writer) error { return writeHTMLReport(w, page, outcomes) }))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for i := range rep.Runs {
+			rep.Runs[i].History = relativeTo(wd, rep.Runs[i].History)
+		}
+	}
 	if o.junit != "" {
 		fail("--junit", o.junit, writeOutput(o.junit, func(w io.Writer) error { return report.WriteJUnit(w, rep) }))
-	}
-	if o.html != "" {
-		fail("--report", o.html, writeOutput(o.html, func(w io.Writer) error { return writeHTMLReport(w, rep, outcomes) }))
 	}
 	if failed != nil {
 		rep.ExitCode, rep.Error = ExitUsage, failed.Error()
@@ -145,6 +161,8 @@ func (o *outputFlags) write(cmd *cobra.Command, rep report.Report, outcomes []*h
 	} else {
 		if rep.Matrix != nil {
 			report.WriteMatrix(out, rep.Matrix)
+		} else if o.seeds {
+			report.WriteSeeds(out, rep, o.verbose)
 		} else {
 			report.WriteText(out, rep)
 		}

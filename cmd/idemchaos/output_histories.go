@@ -13,11 +13,16 @@ import (
 	"github.com/idemchaos/idemchaos/report"
 )
 
-// Every run writes its history under the temp dir, since a failure is worth
-// nothing without it. A history of a run that failed stays there until the
+// Every run writes its history, since a failure is worth nothing without
+// it, to ./idemchaos-histories/ under the working directory (or
+// IDEMCHAOS_HISTORIES): the project's own, never a directory every user of
+// the machine shares. A history of a run that failed stays there until the
 // user removes it; one of a run that passed moves to passed/, which keeps
 // the newest few (IDEMCHAOS_KEEP_HISTORIES, default 20), so that a demo a
-// day does not fill the disk.
+// day does not fill the disk. Pruning reads that passed/ alone, and only
+// history files: no other directory is ever reached. Reports name the
+// histories by their path relative to the working directory (the HTML
+// report: to its own directory, as links).
 
 // defaultKeepHistories is how many histories of passed runs are kept.
 const defaultKeepHistories = 20
@@ -25,10 +30,48 @@ const defaultKeepHistories = 20
 // keepHistoriesEnv names the variable that overrides it.
 const keepHistoriesEnv = "IDEMCHAOS_KEEP_HISTORIES"
 
-// historyDirFor is where runs write their histories: a directory of their
-// own under the system temp dir, which outlives the run.
+// historiesEnv names the variable that moves the histories' directory.
+const historiesEnv = "IDEMCHAOS_HISTORIES"
+
+// historyDirFor is where runs write their histories: IDEMCHAOS_HISTORIES,
+// else idemchaos-histories under the working directory (absolute, so that
+// a history's path stays valid whatever the run does next).
 func historyDirFor(string) string {
-	return filepath.Join(os.TempDir(), "idemchaos-histories")
+	dir := os.Getenv(historiesEnv)
+	if dir == "" {
+		dir = "idemchaos-histories"
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
+
+// relativeTo is p relative to the directory base when p lies under it (a
+// path that survives moving the project), else p as it is.
+func relativeTo(base, p string) string {
+	if r := linkFrom(base, p); r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return r
+	}
+	return p
+}
+
+// linkFrom is p relative to the directory base, "../" included: how a page
+// in base links to it. p stays as it is when no relative path exists.
+func linkFrom(base, p string) string {
+	if p == "" {
+		return p
+	}
+	ap, err1 := filepath.Abs(p)
+	ab, err2 := filepath.Abs(base)
+	if err1 != nil || err2 != nil {
+		return p
+	}
+	r, err := filepath.Rel(ab, ap)
+	if err != nil {
+		return p
+	}
+	return r
 }
 
 // passedDir is where the histories of runs that passed go.
@@ -90,7 +133,7 @@ func prunePassed(keep int, mine []*harness.Outcome) {
 	}
 	var files []file
 	for _, e := range entries {
-		if !e.Type().IsRegular() {
+		if !e.Type().IsRegular() || filepath.Ext(e.Name()) != ".jsonl" {
 			continue
 		}
 		info, err := e.Info()

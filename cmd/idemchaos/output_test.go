@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -126,6 +127,7 @@ func fakeOutcome(t *testing.T, name, mutant string, violated ...string) *harness
 // no scenario caught as a failure; met runs' histories go to passed/.
 func TestDemoRuns_DemoSemantics(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv(historiesEnv, filepath.Join(os.TempDir(), "idemchaos-histories"))
 	m := &harness.Matrix{
 		Reference: harness.MatrixRow{Clean: true, Runs: []*harness.Outcome{fakeOutcome(t, "a", ""), fakeOutcome(t, "b", "")}},
 		Mutants: []harness.MatrixRow{
@@ -171,7 +173,7 @@ func TestDemoRuns_DemoSemantics(t *testing.T) {
 // TestPrunePassed keeps the newest histories of passed runs, and every one
 // of this command's, whatever their age.
 func TestPrunePassed(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv(historiesEnv, filepath.Join(t.TempDir(), "idemchaos-histories"))
 	if err := os.MkdirAll(passedDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -244,5 +246,48 @@ func TestRun_PlanNamingAnUnknownFaultIsRefused(t *testing.T) {
 	want := plan + `: Intents[0] (i1): Faults[1]: "bogus#0" is not an aimed fault of step 1 of s (expected one of response-drop#0)`
 	if code != ExitUsage || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, want 3 with %q\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+	}
+}
+
+// TestRun_HistoriesUnderTheWorkingDirectory: without --history a run's
+// history goes to ./idemchaos-histories/ under the working directory (it
+// went to one directory every user of the machine shared, pruned across
+// all of them), and the report names it by its path relative to there;
+// the HTML report links it relative to the page.
+func TestRun_HistoriesUnderTheWorkingDirectory(t *testing.T) {
+	t.Parallel()
+	bin := buildCLI(t)
+	work := t.TempDir()
+	// A service that answers every reuse of a key 201: a violation, so
+	// the page draws the run and names its history.
+	scenario := writeFile(t, work, "s.yaml", "target: {url: http://"+serve(t, created)+"}\neffects: {oracle: none}\n"+
+		"traffic: {intents: 8, reuse: 0.5, concurrency: 2, timeout: 300ms, retry: {max_attempts: 2}}\n")
+	cmd := exec.Command(bin, "run", "-s", scenario, "--json", "--reruns", "0", "--shrink=false", "--report", filepath.Join("out", "r.html"))
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), historiesEnv+"=")
+	if err := os.Mkdir(filepath.Join(work, "out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.Output()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	rep := decodeReport(t, stdout)
+	if len(rep.Runs) != 1 {
+		t.Fatalf("%d runs\n%s", len(rep.Runs), stdout)
+	}
+	h := rep.Runs[0].History
+	if filepath.IsAbs(h) || !strings.HasPrefix(h, "idemchaos-histories"+string(filepath.Separator)) {
+		t.Fatalf("history %q: want a path relative to the working directory, under idemchaos-histories/", h)
+	}
+	if _, err := os.Stat(filepath.Join(work, h)); err != nil {
+		t.Errorf("the history the report names is not there: %v", err)
+	}
+	page, err := os.ReadFile(filepath.Join(work, "out", "r.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `<a href="../` + filepath.ToSlash(h) + `">`; !strings.Contains(string(page), want) {
+		t.Errorf("the page does not link the history relative to itself (%s)", want)
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,7 +41,15 @@ every timed fault. Nothing is started and no request is sent, like terraform pla
 					return usageError(err)
 				}
 				writeResolved(out, s)
+				writeKeys(out, s, seed)
+				prefix := s.KeyPrefix(strings.Repeat("x", scenarios.NonceLength))
 				for i, p := range plans {
+					// Whole keys, as sent: a user's service's carry the
+					// scenario's name and the run's nonce first.
+					p.Intents = slices.Clone(p.Intents)
+					for k := range p.Intents {
+						p.Intents[k].Key = prefix + p.Intents[k].Key
+					}
 					steps := s.EffectiveSteps()
 					fmt.Fprintf(out, "\nstep %d/%d %q (expect %s) — plan %s", i+1, len(plans), steps[i].Name, expectWord(steps[i].Expect), p.Describe())
 				}
@@ -52,6 +62,20 @@ every timed fault. Nothing is started and no request is sent, like terraform pla
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the plan")
 	_ = cmd.MarkFlagRequired("scenario")
 	return cmd
+}
+
+// writeKeys says the keys' format and the longest one, against the
+// service's limit when the contract names one.
+func writeKeys(w io.Writer, s *scenarios.Scenario, seed int64) {
+	format := "[s<step>]k<seed>-<n>"
+	if s.Target.Reference == nil {
+		format = s.Name + "-<nonce: 8 hex of the run, x's below>-" + format
+	}
+	fmt.Fprintf(w, "keys       %s; longest %d characters (%s)", format, s.KeyLength(seed), s.LongestKey(seed))
+	if m := s.Contract.MaxKeyLength; m > 0 {
+		fmt.Fprintf(w, ", max_key_length %d", m)
+	}
+	fmt.Fprintln(w)
 }
 
 func expectWord(e string) string {

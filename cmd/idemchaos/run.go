@@ -98,6 +98,7 @@ check of it says the same.`,
 	fl.IntVar(&f.reruns, "reruns", 2, "re-runs of a failing plan to classify it reproducible or intermittent")
 	fl.BoolVar(&f.shrink, "shrink", true, "shrink a failing plan to a minimal one")
 	f.out.register(fl)
+	fl.BoolVarP(&f.out.verbose, "verbose", "v", false, "with --seeds: print every seed's line, not only the failures'")
 	return cmd
 }
 
@@ -140,6 +141,7 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 		plans = map[int]harness.Plan{0: p}
 	}
 	f.out.dir = f.seeds != "" || work.shard != nil
+	f.out.seeds = f.seeds != ""
 	if err := f.out.check(len(work.pairs)); err != nil {
 		return usageError(err)
 	}

@@ -22,6 +22,16 @@ func TestMain(m *testing.M) {
 	maybeNetnsChild()
 	// Runs against the reference start copies of this test binary.
 	harness.MaybeChild()
+	// The commands' histories go under the working directory by default:
+	// the tests' go to a directory of their own, never into the source
+	// tree (a test that wants the default says so).
+	if os.Getenv(historiesEnv) == "" {
+		dir, err := os.MkdirTemp("", "idemchaos-test-histories-")
+		if err != nil {
+			panic(err)
+		}
+		os.Setenv(historiesEnv, filepath.Join(dir, "idemchaos-histories"))
+	}
 	pgtest.Main(m)
 }
 
@@ -37,6 +47,7 @@ func startOrdersvc(t *testing.T, buggy bool) string {
 	// Histories go under the temp dir and outlive the run; keep the
 	// test's in its own (after the shared Postgres has started).
 	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv(historiesEnv, filepath.Join(os.TempDir(), "idemchaos-histories"))
 	h, err := ordersvc.New(t.Context(), dsn, ordersvc.Options{Buggy: buggy})
 	if err != nil {
 		t.Fatal(err)

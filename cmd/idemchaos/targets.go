@@ -3,12 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/internal/netaddr"
 	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -31,36 +28,12 @@ func retarget(s *scenarios.Scenario, url string, allowRemote bool) []string {
 		notes = append(notes, fmt.Sprintf("%s: effects are not read (the reference oracle reads only the bundled service): set effects.oracle to sql or http to judge exactly-once", s.Name))
 	}
 	if s.Effects.URL != "" && old != "" {
-		if moved, ok := moveOrigin(s.Effects.URL, old, url); ok && moved != s.Effects.URL {
+		if moved, ok := harness.MoveOrigin(s.Effects.URL, old, url); ok && moved != s.Effects.URL {
 			notes = append(notes, fmt.Sprintf("%s: effects.url %s moved to %s with the target", s.Name, s.Effects.URL, moved))
 			s.Effects.URL = moved
 		}
 	}
 	return notes
-}
-
-// moveOrigin returns u on to's origin when u is on from's origin (scheme,
-// host and port, default ports made explicit).
-func moveOrigin(u, from, to string) (string, bool) {
-	pu, err1 := url.Parse(u)
-	pf, err2 := url.Parse(from)
-	pt, err3 := url.Parse(to)
-	if err1 != nil || err2 != nil || err3 != nil || origin(pu) != origin(pf) || pt.Host == "" {
-		return u, false
-	}
-	// The path and query stay as written: re-encoding them would turn an
-	// http oracle's {{tenant}} into %7B%7Btenant%7D%7D, never rendered.
-	rest := u[strings.Index(u, "://")+3:]
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		rest = rest[i:]
-	} else {
-		rest = ""
-	}
-	return pt.Scheme + "://" + pt.Host + rest, true
-}
-
-func origin(u *url.URL) string {
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(netaddr.HostPort(u))
 }
 
 // oneTarget is the one service a set of scenarios targets, for a run

@@ -140,6 +140,11 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int, g *gate)
 		case msg == err.Error():
 			// Worded as net/http's client words it: method, URL, cause.
 			msg = urlErrorOp(in.Method) + " " + strconv.Quote(strings.TrimRight(base, "/")+rq.Path) + ": " + msg
+		case !ex.gotConn && ctx.Err() == nil:
+			// A connect that timed out: the service never took the
+			// connection (eventually-decided tells capacity from a
+			// service that had the request and did not answer).
+			msg += ", no connection was made"
 		}
 		if !ex.gotConn && refused(err) {
 			kind = history.TypeFail

@@ -29,7 +29,7 @@ var infra = []string{"internal/pgcluster", "internal/runenv", "internal/proc", "
 // the harness may load scenarios from disk); the rules are for the code.
 var rules = map[string]rule{
 	"history":               {},
-	"checkers":              {may: []string{"history"}, stdlibOnly: true},
+	"checkers":              {may: []string{"history", "internal/unionfind"}, stdlibOnly: true},
 	"faults":                {may: []string{"internal/ctxwait"}},
 	"scenarios":             {may: []string{"checkers", "faults", "internal/suggest", "internal/addrgate"}},
 	"reference":             {may: []string{"internal/suggest"}},
@@ -54,6 +54,7 @@ var rules = map[string]rule{
 	"internal/proxy":                   {},
 	"internal/ctxwait":                 {},
 	"internal/suggest":                 {},
+	"internal/unionfind":               {stdlibOnly: true},
 	"internal/netaddr":                 {},
 	"internal/addrgate":                {may: []string{"internal/netaddr"}, stdlibOnly: true},
 	"internal/proctest":                {},
@@ -62,7 +63,7 @@ var rules = map[string]rule{
 	"internal/modtidy":                 {},
 	"internal/histgen":                 {may: []string{"history"}},
 	"internal/faultschema":             {may: []string{"faults", "internal/faultschema"}}, // its gen.go imports it
-	"cmd/idemchaos/internal/partcheck": {may: []string{"checkers", "history"}},
+	"cmd/idemchaos/internal/partcheck": {may: []string{"checkers", "history", "internal/unionfind"}},
 	"cmd/idemchaos/internal/scaffold":  {},
 	"cmd/idemchaos/internal/recorder":  {may: []string{"history", "scenarios"}},
 	"cmd/idemchaos/internal/shard":     {may: []string{"report"}},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/unionfind"
 	"github.com/valyala/fastjson"
 )
 
@@ -124,10 +125,7 @@ func SplitFile(r io.Reader, dir string, n int) (*Split, error) {
 		return nil, fmt.Errorf("split: %d partitions", n)
 	}
 	sp := &splitter{s: &Split{executed: filepath.Join(dir, "executed"), Unrouted: make([]int, n)}, n: n, hot: make([]hotBody, hotSlots), rd: history.NewReader(r), open: map[int64]openInvoke{}, kinds: map[string]bool{}, bigOps: map[int64]int32{}}
-	sp.union = make([]int, n)
-	for i := range sp.union {
-		sp.union[i] = i
-	}
+	sp.union = unionfind.New(n)
 	var err error
 	if sp.keys, sp.s.KeyParts, err = createParts(dir, "key", n); err != nil {
 		return nil, err
@@ -166,7 +164,7 @@ func SplitFile(r io.Reader, dir string, n int) (*Split, error) {
 	s.Successes = slices.Clip(s.Successes)
 	groups := map[int][]int{}
 	for i := range n {
-		root := sp.find(i)
+		root := int(sp.union.Find(int32(i)))
 		groups[root] = append(groups[root], i)
 	}
 	for i := range n {
@@ -192,7 +190,7 @@ type splitter struct {
 	rd     *history.Reader
 	keys   []*partWriter
 	bodies []*partWriter
-	union  []int
+	union  unionfind.Sets // the partitions an intent joins
 	// intents are the files of intent records (the intent's hash and the
 	// key partition of an invoke or effect that named it), by intent hash:
 	// after the split, each is read alone to join the partitions an intent
@@ -717,7 +715,7 @@ func (sp *splitter) joinIntents() error {
 			}
 			if recs[i].v&effectBit == 0 {
 				for _, r := range recs[i+1 : j] {
-					sp.join(int(recs[i].v), int(r.v&^effectBit))
+					sp.union.Join(int32(recs[i].v), int32(r.v&^effectBit))
 				}
 			}
 			i = j
@@ -749,22 +747,6 @@ func (sp *splitter) countScopes() error {
 		}
 	}
 	return nil
-}
-
-func (sp *splitter) find(i int) int {
-	for sp.union[i] != i {
-		sp.union[i] = sp.union[sp.union[i]]
-		i = sp.union[i]
-	}
-	return i
-}
-
-func (sp *splitter) join(a, b int) {
-	ra, rb := sp.find(a), sp.find(b)
-	if ra > rb {
-		ra, rb = rb, ra
-	}
-	sp.union[rb] = ra
 }
 
 type partWriter struct {

@@ -85,7 +85,7 @@ type scaffold struct {
 
 func newScaffold(t *openapi3.T, o *operation, opts Options) (*scaffold, error) {
 	s := &scaffold{t: t, o: o, opts: opts, name: slug(o), headerWhy: map[string]string{}}
-	s.ten = findTenancy(t, o)
+	s.ten = findTenancy(t, o, opts)
 	s.findTarget()
 	s.findPath()
 	s.keyHeader = opts.KeyHeader

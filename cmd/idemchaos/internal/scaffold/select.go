@@ -21,7 +21,10 @@ type Options struct {
 	// Source names the document in the generated comments (default the
 	// document's file name).
 	Source string
-	_      struct{}
+	// TenantHeader names the header that carries the tenant, for a
+	// document that does not say so recognisably (--tenant-header).
+	TenantHeader string
+	_            struct{}
 }
 
 // writeMethods are the methods a scenario can send (the schema's enum).

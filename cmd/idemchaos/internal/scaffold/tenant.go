@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -27,13 +28,26 @@ type tenancy struct {
 	pathValue string
 }
 
-// findTenancy infers the tenant's location: a tenant-like path, header or
-// query parameter of the operation first (Stripe-Account, {account_id}),
-// then the security scheme the operation uses.
-func findTenancy(t *openapi3.T, o *operation) tenancy {
+// tenantParam matches the names of parameters that carry the tenant:
+// X-Tenant-Id, Customer, X-Customer-ID, Stripe-Account, workspace_id...
+var tenantParam = regexp.MustCompile(`(?i)^(x-)?(tenant|account|customer|merchant|organi[sz]ation|org|workspace|company|shop|store)([-_]?id)?$|(?i)-(account|tenant|merchant|customer|organi[sz]ation|org|workspace|company)([-_]?id)?$`)
+
+// tenantWords finds a tenant in a parameter's description ("the customer
+// on whose behalf the order is placed").
+var tenantWords = regexp.MustCompile(`(?i)\b(tenants?|customers?|accounts?|organi[sz]ations?|workspaces?|merchants?)\b`)
+
+// findTenancy infers the tenant's location: the header --tenant-header
+// names; a tenant-like path, header or query parameter of the operation
+// (Stripe-Account, {account_id}, X-Customer-Id), by its name, then a header
+// whose description speaks of the tenant; then the security scheme the
+// operation uses.
+func findTenancy(t *openapi3.T, o *operation, opts Options) tenancy {
+	if name := opts.TenantHeader; name != "" {
+		return tenancy{in: "header", name: name, multi: true, bearer: usesBearer(t, o), why: fmt.Sprintf("the tenant is the header %q (--tenant-header)", name)}
+	}
 	for _, in := range []string{"path", "header", "query"} {
 		for _, p := range o.params {
-			if p.Value == nil || p.Value.In != in || !tenantLike.MatchString(p.Value.Name) {
+			if p.Value == nil || p.Value.In != in || !tenantParam.MatchString(p.Value.Name) {
 				continue
 			}
 			tn := tenancy{in: in, name: p.Value.Name, multi: true, bearer: usesBearer(t, o), why: fmt.Sprintf("guess: the %s parameter %q looks like the tenant (from its name)", in, p.Value.Name)}
@@ -42,6 +56,15 @@ func findTenancy(t *openapi3.T, o *operation) tenancy {
 			}
 			return tn
 		}
+	}
+	for _, p := range o.params {
+		v := p.Value
+		if v == nil || v.In != "header" || strings.EqualFold(v.Name, opts.KeyHeader) || strings.EqualFold(v.Name, "Authorization") ||
+			(o.keyParam != nil && strings.EqualFold(v.Name, o.keyParam.Name)) || !tenantWords.MatchString(v.Description) {
+			continue
+		}
+		return tenancy{in: "header", name: v.Name, multi: true, bearer: usesBearer(t, o),
+			why: fmt.Sprintf("guess: the header %q looks like the tenant (from its description: %q)", v.Name, strings.TrimSpace(v.Description))}
 	}
 	reqs := t.Security
 	if o.op.Security != nil {

@@ -3,7 +3,9 @@ package history
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"unsafe"
 )
@@ -785,4 +787,53 @@ func (x *opIndex) put(op int64, i int32) {
 		x.sparse = make(map[int64]int32)
 	}
 	x.sparse[op] = i
+}
+
+// loadFast is [Load] with workers scanning goroutines (serial below 2) and
+// blocks of block bytes: the one entry to the fast paths.
+func loadFast(r io.Reader, opts LoadOptions, workers, block int) (*History, error) {
+	keep := opts.KeepHeaders
+	if keep == nil {
+		keep = DefaultKeepHeaders
+	}
+	h := &History{}
+	l := newLoader(h, keep)
+	l.keepFn = opts.KeepHeader
+	z := sizer{left: inputSize(r)}
+	if workers > 1 {
+		return loadParallel(r, h, l, &z, workers, block)
+	}
+	return loadSerial(NewReader(r), h, l, &z)
+}
+
+// loadSerial reads the lines rd has left, one at a time.
+func loadSerial(rd *Reader, h *History, l *loader, z *sizer) (*History, error) {
+	var e Event
+	for {
+		raw, complete, err := rd.nextLine()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		z.line(len(raw)+1, l)
+		if rd.sawMeta {
+			handled, err := l.fast(raw)
+			if err != nil {
+				return nil, &LineError{Line: rd.Line(), Msg: err.Error()}
+			}
+			if handled {
+				continue
+			}
+		}
+		stop, err := l.slow(rd, raw, complete, &e)
+		if err != nil {
+			return nil, err
+		}
+		if stop {
+			break
+		}
+	}
+	return h.done(l, rd)
 }
