@@ -131,6 +131,9 @@ type config struct {
 	// globals, when set, are the facts of the whole history that a part of
 	// it checked alone cannot see ([WithGlobals]).
 	globals *Globals
+	// client, when set, is the client contract that replaces the one a
+	// client history's meta event carries ([WithClientContract]).
+	client *ClientContract
 }
 
 func newConfig(opts []Option) config {

@@ -7,14 +7,23 @@
 //
 //   - [Checker]: Name and Check. Constructors return the interface:
 //     [ExactlyOnce], [ReplayIdentical], [ReuseRejected], [InFlightConflict],
-//     [TenantIsolation], [EventuallyDecided], [DurableAck].
+//     [TenantIsolation], [EventuallyDecided], [DurableAck]; and the client
+//     suite, which judges the caller in a client run's history (meta mode
+//     "client"): [KeyStable], [PayloadStable], [KeyPerIntent],
+//     [KeyedRetry], [NoRetryPermanent], [RetryAfterHonoured], [Backoff],
+//     [Bounded], [TruthfulOutcome], and [ExactlyOnce] per intent.
 //   - [Register]: each invariant registers itself from its own file (a
 //     [Registration]: name, constructor, place in its suites, start rank),
 //     as fault kinds do; a new invariant is one file plus its goldens.
 //     [All] composes checkers; [Default] returns the seven of the server
 //     suite; [ByName] finds one by its invariant name; [Names] lists the
 //     server suite, [SuiteNames] any suite ([SuiteServer], [SuiteClient]),
-//     [Known] every registered invariant.
+//     [Known] every registered invariant; [DefaultNames] the suite a
+//     history's mode is judged by when it names none.
+//   - [ClientContract]: what a client under test declares it keeps
+//     (budget, retryable and permanent statuses, minimum backoff, jitter,
+//     unknown); [ClientContractFromMeta] reads the meta's client_contract,
+//     [WithClientContract] overrides it.
 //   - [Result], [Verdict] and [Violation]: three-valued verdicts (pass,
 //     violation, unknown) with plain-words explanations. Unknown is never a pass.
 //   - [Contract]: everything a service may legitimately choose (status

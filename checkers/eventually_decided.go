@@ -190,7 +190,7 @@ func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, w
 	// Only an in-flight answer points at an orphaned claim; a key that only
 	// ever saw timeouts or 5xx points at a service that did not recover.
 	cause := "the service kept answering with timeouts or 5xx instead of a decision: it did not recover from the fault, or retries hit a dead dependency"
-	if !injected(h) {
+	if !faultInjected(h) {
 		cause = "the service kept answering with timeouts or 5xx instead of a decision, with no fault injected: a dependency it calls is failing, or it cannot take the load"
 	}
 	switch {
@@ -431,9 +431,9 @@ func unlikely(n int, r failureRate) bool {
 	return chance < 1e-3
 }
 
-// injected reports whether the history records a fault that can make the
+// faultInjected reports whether the history records a fault that can make the
 // service (or a hop in front of it) fail.
-func injected(h *history.History) bool {
+func faultInjected(h *history.History) bool {
 	for _, f := range h.Faults {
 		if canFail(f.Kind) {
 			return true

@@ -12,7 +12,7 @@ import (
 // Started first: it builds the groups and the attribution the other
 // checks wait for.
 func init() {
-	Register(Registration{Name: "exactly-once", New: ExactlyOnce, Suites: map[string]int{SuiteServer: 1}, Start: 1})
+	Register(Registration{Name: "exactly-once", New: ExactlyOnce, Suites: map[string]int{SuiteServer: 1, SuiteClient: 10}, Start: 1})
 }
 
 // ExactlyOnce returns the checker of "exactly-once": an intent with an
@@ -43,6 +43,9 @@ func (c exactlyOnce) check(ix *index) Part {
 		}
 		r.t.early = why
 		return finish(r, h, why)
+	}
+	if h.Client() {
+		return c.checkClient(ix, r)
 	}
 	at := ix.attribution(&c.cfg.contract)
 	var bodies map[bodyScope][]*intentState

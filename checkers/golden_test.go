@@ -36,6 +36,9 @@ func TestGolden_Histories(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := map[string]map[string]int{}
+	// A client run's goldens (named client-*) are counted apart: the
+	// client suite needs its own of each invariant, exactly-once included.
+	clientCounts := map[string]map[string]int{}
 	for _, file := range files {
 		invariant := filepath.Base(filepath.Dir(file))
 		name := strings.TrimSuffix(filepath.Base(file), ".jsonl")
@@ -44,6 +47,12 @@ func TestGolden_Histories(t *testing.T) {
 			counts[invariant] = map[string]int{}
 		}
 		counts[invariant][verdict]++
+		if strings.HasPrefix(name, "client-") && verdict != "unknown" {
+			if clientCounts[invariant] == nil {
+				clientCounts[invariant] = map[string]int{}
+			}
+			clientCounts[invariant][verdict]++
+		}
 		t.Run(invariant+"/"+name, func(t *testing.T) {
 			t.Parallel()
 			// Every header is kept; the contract says which are compared.
@@ -60,7 +69,9 @@ func TestGolden_Histories(t *testing.T) {
 				t.Fatalf("directory %s: %v", invariant, err)
 			}
 			r := c.Check(h, h.Effects)
-			others := checkers.Default(opts...).Check(h, h.Effects)
+			// The others are the history's own suite: a client run's
+			// history is judged by the client invariants.
+			others := suiteOf(t, h, opts).Check(h, h.Effects)
 			switch verdict {
 			case "ok":
 				if r.Verdict != checkers.Pass {
@@ -90,7 +101,27 @@ func TestGolden_Histories(t *testing.T) {
 				t.Errorf("%s: %d ok and %d bad golden histories, want at least 3 of each", inv, counts[inv]["ok"], counts[inv]["bad"])
 			}
 		}
+		for _, inv := range checkers.SuiteNames(checkers.SuiteClient) {
+			if clientCounts[inv]["ok"] < 2 || clientCounts[inv]["bad"] < 2 {
+				t.Errorf("%s: %d ok and %d bad golden client histories, want at least 2 of each", inv, clientCounts[inv]["ok"], clientCounts[inv]["bad"])
+			}
+		}
 	})
+}
+
+// suiteOf is the history's own default suite with the options: the server
+// invariants, or the client ones for a client run's history.
+func suiteOf(t testing.TB, h *history.History, opts []checkers.Option) checkers.Checker {
+	t.Helper()
+	var suite []checkers.Checker
+	for _, n := range checkers.DefaultNames(h.Meta.Mode) {
+		c, err := checkers.ByName(n, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		suite = append(suite, c)
+	}
+	return checkers.All(suite...)
 }
 
 func assertNoViolation(t testing.TB, r checkers.Result) {

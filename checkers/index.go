@@ -21,7 +21,10 @@ type index struct {
 
 	// The checks of [All] may run side by side: each part is built once,
 	// under its lock, by the first check that needs it.
-	scopeMu, attrMu sync.Mutex
+	scopeMu, attrMu, clientMu sync.Mutex
+
+	// clientV is the history grouped by intent, for the client checks.
+	clientV *clientView
 
 	grouped bool
 	groups  scopeGroups // attempts of each scope, in order of first appearance, sorted by invoke time

@@ -33,7 +33,7 @@ func TestInterrupted_NeverAViolation(t *testing.T) {
 			if !bytes.HasSuffix(b, []byte("\n")) {
 				t.Skip("a truncated history: no line can follow its cut")
 			}
-			if h := loadBytes(t, b, keep); checkers.Default(opts...).Check(h, h.Effects).Verdict != checkers.Violated {
+			if h := loadBytes(t, b, keep); suiteOf(t, h, opts).Check(h, h.Effects).Verdict != checkers.Violated {
 				t.Fatal("without the marker: no violation, want one")
 			}
 			b = append(b, `{"type":"interrupted","ns":999999999999,"error":"interrupt signal received"}`+"\n"...)
@@ -41,7 +41,7 @@ func TestInterrupted_NeverAViolation(t *testing.T) {
 			if h.Interrupted != "interrupt signal received" {
 				t.Fatalf("Interrupted = %q", h.Interrupted)
 			}
-			r := checkers.Default(opts...).Check(h, h.Effects)
+			r := suiteOf(t, h, opts).Check(h, h.Effects)
 			for _, p := range r.Results {
 				if p.Verdict != checkers.Unknown || !strings.Contains(p.Reason, "interrupted") || len(p.Violations) != 0 {
 					t.Errorf("%s: %s (%q, %d violations), want unknown because interrupted", p.Name, p.Verdict, p.Reason, len(p.Violations))

@@ -50,6 +50,9 @@ type Facts struct {
 	OracleGot    string `json:"oracle_got,omitempty"`
 	// Effects counts the effects the history records.
 	Effects int `json:"effects"`
+	// Client says the history is a client run's: the client is judged, so a
+	// step whose every answer the fault proxy gave is judged, not excused.
+	Client bool `json:"client,omitempty"`
 }
 
 // StepFacts are one step's name, expectation and answers.
@@ -67,11 +70,14 @@ type StepFacts struct {
 	Proxied  map[int]int `json:"proxied,omitempty"`
 	Info     int         `json:"info,omitempty"`
 	Fail     int         `json:"fail,omitempty"`
+	// ProxyLost counts the attempts of Info and Fail whose answer the fault
+	// proxy dropped or refused ("by":"proxy" without a response).
+	ProxyLost int `json:"proxy_lost,omitempty"`
 }
 
 // FactsOf reads the facts of h.
 func FactsOf(h *history.History) Facts {
-	f := Facts{Environment: h.Environment, Effects: len(h.Effects), OracleReads: len(h.Oracle)}
+	f := Facts{Environment: h.Environment, Effects: len(h.Effects), OracleReads: len(h.Oracle), Client: h.Client()}
 	if n := len(h.Oracle); n > 0 {
 		f.OracleSource, f.OracleGot = h.Oracle[n-1].Source, h.Oracle[n-1].Got
 	}
@@ -89,12 +95,18 @@ func FactsOf(h *history.History) Facts {
 		sf := StepFacts{Name: st.Name, Expect: st.Expect, MaxRequests: st.MaxRequests}
 		for _, a := range h.StepAttempts(i) {
 			sf.Attempts++
+			if a.Proxied && a.Outcome != history.OK {
+				sf.ProxyLost++
+			}
 			switch {
 			case a.Outcome == history.Info:
 				sf.Info++
 			case a.Outcome == history.Fail:
 				sf.Fail++
-			case proxied[a.Op]:
+			case proxied[a.Op] || a.Proxied:
+				// The fault proxy's answer ("by":"proxy", or a fault
+				// that answers in the service's stead) is not the
+				// service's.
 				sf.Proxied = inc(sf.Proxied, a.Status, 1)
 			default:
 				sf.Answers = inc(sf.Answers, a.Status, 1)
@@ -130,6 +142,7 @@ func (f *Facts) Add(g Facts) {
 		t.Attempts += s.Attempts
 		t.Info += s.Info
 		t.Fail += s.Fail
+		t.ProxyLost += s.ProxyLost
 		for k, n := range s.Answers {
 			t.Answers = inc(t.Answers, k, n)
 		}
@@ -140,6 +153,7 @@ func (f *Facts) Add(g Facts) {
 	if f.Environment == "" {
 		f.Environment = g.Environment
 	}
+	f.Client = f.Client || g.Client
 	if g.OracleReads > f.OracleReads {
 		f.OracleReads, f.OracleSource, f.OracleGot = g.OracleReads, g.OracleSource, g.OracleGot
 	}
@@ -208,6 +222,7 @@ func Decide(f Facts, steps []Result, opts ...Option) Judgement {
 		sofar.Attempts += own.Attempts
 		sofar.Info += own.Info
 		sofar.Fail += own.Fail
+		sofar.ProxyLost += own.ProxyLost
 		for k, n := range own.Answers {
 			sofar.Answers = inc(sofar.Answers, k, n)
 		}
@@ -221,7 +236,7 @@ func Decide(f Facts, steps []Result, opts ...Option) Judgement {
 			r = withReason(r, "no request was sent, so nothing was judged")
 		case undecided(own, p) != "":
 			r = setAside(r, Unknown, undecided(own, p), "nothing to judge in this step")
-		case r.Verdict == Pass && accepted(sofar) == 0:
+		case r.Verdict == Pass && accepted(sofar) == 0 && !(f.Client && injected(sofar)):
 			// Every check passes vacuously when nothing executed: a wrong
 			// path, body or token must not read as a clean service.
 			r = withReason(r, fmt.Sprintf("no request succeeded (%s), so nothing was judged: check the endpoint's path, body and tokens", endings(sofar)))
@@ -344,6 +359,11 @@ func orDefault(s, d string) string {
 	}
 	return s
 }
+
+// injected says the fault proxy answered, dropped or refused some of the
+// attempts: in a client run, a step of injected answers judges how the
+// client took them, so it is not excused for want of a success.
+func injected(s StepFacts) bool { return total(s.Proxied) > 0 || s.ProxyLost > 0 }
 
 // accepted counts the service's 2xx answers.
 func accepted(s StepFacts) int {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/idemchaos/idemchaos/checkers"
+	"github.com/idemchaos/idemchaos/history"
 )
 
 const verdictDir = "../testdata/verdicts"
@@ -25,7 +26,7 @@ func judgeFile(t *testing.T, file string) checkers.Judgement {
 	opts = append([]checkers.Option{checkers.WithContract(contract)}, opts...)
 	names := h.Meta.Invariants
 	if len(names) == 0 {
-		names = checkers.Names()
+		names = checkers.DefaultNames(h.Meta.Mode)
 	}
 	var cs []checkers.Checker
 	for _, n := range names {
@@ -135,10 +136,43 @@ func TestJudge_GoldenHistoriesKeepTheirVerdicts(t *testing.T) {
 			h := loadGolden(t, file, nil)
 			contract, _ := checkers.ContractFromMeta(h.Meta.Contract)
 			opts, _ := readOpts(t, strings.TrimSuffix(file, ".jsonl")+".opts")
-			plain := checkers.Default(append([]checkers.Option{checkers.WithContract(contract)}, opts...)...).Check(h, h.Effects)
+			plain := suiteOf(t, h, append([]checkers.Option{checkers.WithContract(contract)}, opts...)).Check(h, h.Effects)
 			if j.Verdict == checkers.Violated || j.Verdict != plain.Verdict {
 				t.Errorf("%s: judged %s, checked %s", name, j.Verdict, plain.Verdict)
 			}
 		}
+	}
+}
+
+// The proxy's answers ("by":"proxy") are never the service's: a client
+// run's step in which the proxy answered every attempt with a permanent
+// 4xx or a 429 is judged (the client took them well: a pass), where the
+// same answers from the upstream would be nothing to judge.
+func TestJudge_ClientStepOfInjectedAnswersIsJudged(t *testing.T) {
+	t.Parallel()
+	const client = `{"type":"meta","v":1,"mode":"client","effects_recorded":true}` + "\n"
+	body := `{"type":"invocation","intent":"i-1","tenant":"t1","ns":1,"body":"{}"}` + "\n" +
+		`{"type":"invoke","op":1,"intent":"i-1","tenant":"t1","key":"k","ns":2,"req":{"method":"POST","path":"/o","body":"{}"}}` + "\n" +
+		`{"type":"ok","op":1,"ns":3,"resp":{"status":429},"retry_after_ms":100%s}` + "\n" +
+		`{"type":"invoke","op":2,"intent":"i-1","tenant":"t1","key":"k","ns":200000000,"req":{"method":"POST","path":"/o","body":"{}"}}` + "\n" +
+		`{"type":"ok","op":2,"ns":200000001,"resp":{"status":422}%s}` + "\n" +
+		`{"type":"belief","intent":"i-1","ns":200000002,"belief":"failure","exit":1}` + "\n"
+	judge := func(in string) checkers.Judgement {
+		h, err := history.Load(strings.NewReader(in), history.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := checkers.ForContract(checkers.DefaultContract(), checkers.DefaultNames(h.Meta.Mode)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return checkers.Judge(h, c)
+	}
+	by := `,"by":"proxy","forwarded":false`
+	if j := judge(client + fmt.Sprintf(body, by, by)); j.Verdict != checkers.Pass || !j.Met() {
+		t.Fatalf("injected answers: %s, want a pass:\n%s", j.Verdict, renderJudgement(j))
+	}
+	if j := judge(client + fmt.Sprintf(body, "", "")); j.Verdict != checkers.Unknown || !strings.Contains(j.Steps[0].Result.Reason, "nothing was judged") {
+		t.Fatalf("the upstream's own 429 and 422: %s, want nothing to judge:\n%s", j.Verdict, renderJudgement(j))
 	}
 }

@@ -146,6 +146,9 @@ func (o *Outcome) Caught() []string {
 // is written into it as the environment's.
 func (r *Runner) Run(ctx context.Context, s *scenarios.Scenario, opts RunOptions) (_ *Outcome, err error) {
 	defer func() { err = r.environmentError(ctx, err) }()
+	if s.Broker != nil {
+		return r.runConsumer(ctx, s, opts)
+	}
 	start := time.Now()
 	rp, err := r.resolve(s, opts)
 	if err != nil {

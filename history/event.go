@@ -45,6 +45,31 @@ const (
 	// attempt that ended info before it may have run on the server until
 	// then, so the checkers hold it open until the settle's end.
 	TypeSettled Type = "settled"
+	// TypeAck is a consumer's acknowledgement of a message as its broker
+	// saw it (consumer scenarios): the message's intent and key, the
+	// broker's count of its deliveries (attempt) and whether it was an
+	// ack or a terminate (kind "term"). A message the broker saw
+	// acknowledged will never be delivered again, so it must have had its
+	// effect by then.
+	TypeAck Type = "ack"
+	// TypeInvocation says the client command of a client run was started
+	// for an intent, with the payload it was given.
+	TypeInvocation Type = "invocation"
+	// TypeBelief says the client command of an intent ended, and what its
+	// exit status says it believes: success, unknown or failure.
+	TypeBelief Type = "belief"
+)
+
+// ModeClient is the meta event's "mode" of a client run: the traffic came
+// from the user's client through idemchaos's per-intent proxy listeners,
+// and the client, not the upstream, is judged.
+const ModeClient = "client"
+
+// The beliefs a client's exit status states (a belief event).
+const (
+	BeliefSuccess = "success"
+	BeliefUnknown = "unknown"
+	BeliefFailure = "failure"
 )
 
 // Event is one line of a history. Which fields are meaningful depends on
@@ -69,8 +94,14 @@ type Event struct {
 	// a later check judges the same way; nil in histories that predate it.
 	Contract *Contract
 	// Invariants names the checks the run judged by, in order, so that a
-	// later check judges the same ones; nil: all seven.
+	// later check judges the same ones; nil: the mode's default set.
 	Invariants []string
+	// Mode is "client" for a client run ([ModeClient]); "" for a run that
+	// judges a server.
+	Mode string
+	// ClientContract is what a client run's client declared it keeps (its
+	// budget, which statuses it retries, …); nil when not said.
+	ClientContract *ClientContract
 
 	// Name and Expect (step) are the step's name and expectation: "clean"
 	// (every invariant holds; the default) or the invariant it expects
@@ -96,12 +127,36 @@ type Event struct {
 	Client  int    // the simulated client (lane) that sent it
 	NS      int64  // monotonic nanoseconds since run start
 
+	// Listener (invoke) is the address of the per-intent proxy listener the
+	// attempt arrived on, in a client run: the ground truth of its intent.
+	Listener string
+	// By (ok, info, fail) is "proxy" when the answer, or its absence, came
+	// from idemchaos's fault proxy rather than the upstream; "" is the
+	// upstream's own answer.
+	By string
+	// Forwarded (ok, info, fail with By) says whether the request reached
+	// the upstream before the proxy answered in its stead: true means the
+	// upstream executed it and its answer was replaced or dropped.
+	Forwarded bool
+	// RetryAfterMS (ok) is the delay the response's Retry-After asked for,
+	// in milliseconds, parsed by the writer; 0 when it asked none.
+	RetryAfterMS int64
+
+	// Belief (belief) is what the client's exit status says it believes
+	// ([BeliefSuccess], [BeliefUnknown], [BeliefFailure]); Exit is the
+	// status itself and Resource the last non-empty line it printed.
+	Belief   string
+	Exit     int
+	Resource string
+	// Body (invocation) is the payload the client command was given.
+	Body []byte
+
 	Req   *Request  // invoke: what was sent
 	Resp  *Response // ok: what came back
-	Error string    // info, fail: why there was no response; interrupted: why the run stopped; environment: the cause
+	Error string    // info, fail: why there was no response; interrupted: why the run stopped; environment: the cause; belief: why the command ended (killed at timeout)
 
 	Fault  string          // fault: the fault kind, e.g. "response-drop"
-	Action string          // fault: "fire" (default) or "heal"
+	Action string          // fault: "fire" (default) or "heal"; invocation: "start"
 	Detail json.RawMessage // fault: kind-specific parameters, any JSON
 
 	Effect string // effect: what was produced, "<kind> <id>", e.g. "order 9912"
@@ -137,6 +192,31 @@ type Contract struct {
 	// MaxKeyLength is the longest key the service keeps whole (0: no
 	// limit): the runs' keys were checked against it.
 	MaxKeyLength int64
+}
+
+// ClientContract is the meta event's "client_contract" object: what a
+// client under test declares it keeps, where clients legitimately differ.
+// The checkers package gives it meaning; zero fields mean "not said" and
+// the checkers' defaults apply.
+type ClientContract struct {
+	// Budget is the attempts allowed per intent (the first and its
+	// retries); GlobalBudget those of the whole run (0: intents × Budget).
+	Budget       int
+	GlobalBudget int
+	// RetryStatuses are the statuses the client may retry;
+	// PermanentStatuses those it must never re-send as they are. Nil: the
+	// defaults.
+	RetryStatuses     []int
+	PermanentStatuses []int
+	// MinBackoffMS is the shortest wait the client promises between
+	// attempts.
+	MinBackoffMS int64
+	// Jitter is "required" or "optional": whether clients hit by one
+	// outage must spread their retries.
+	Jitter string
+	// Unknown is "allowed" or "forbidden": whether the client may answer
+	// "outcome unknown" (exit 75).
+	Unknown string
 }
 
 // Request is the request of an invoke event.

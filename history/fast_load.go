@@ -273,13 +273,16 @@ type scanned struct {
 	complete   bool  // the line ended with a newline
 	kind       byte  // 0: not scanned (the reference path reads it); 'i', 'o', 'n' (info), 'f' or 'e'
 	hasReq     bool
+	// proxied and forwarded are a completion's "by":"proxy" and
+	// "forwarded"; retryAfter its "retry_after_ms".
+	proxied, forwarded bool
 
-	op, ns, attempt, client, status int64
-	reqHash, reqCanon, respHash     uint64
-	respLen                         int
-	hdr0, hdr1                      int32 // the line's headers in the block's list
+	op, ns, attempt, client, status, retryAfter int64
+	reqHash, reqCanon, respHash                 uint64
+	respLen                                     int
+	hdr0, hdr1                                  int32 // the line's headers in the block's list
 
-	intent, tenant, key, method, path, msg, preview, id, effKind span
+	intent, tenant, key, method, path, msg, preview, id, effKind, listener span
 }
 
 // span is a string of a scanned line: n bytes from off in the block's
@@ -328,6 +331,9 @@ func (l *loader) apply(r *scanned, t texts, hdrs []scannedHeader) (handled bool,
 		if r.hasReq {
 			a.Method, a.Path = l.intern(t.get(r.method)), l.intern(t.get(r.path))
 		}
+		if r.listener.n > 0 {
+			a.Listener = l.intern(t.get(r.listener))
+		}
 		return true, l.invoked(&a)
 	case 'e':
 		l.count(r.ns)
@@ -367,6 +373,7 @@ func (l *loader) apply(r *scanned, t texts, hdrs []scannedHeader) (handled bool,
 	if r.msg.n > 0 {
 		a.Error = l.intern(t.get(r.msg))
 	}
+	a.Proxied, a.Forwarded, a.RetryAfterMS = r.proxied, r.forwarded, r.retryAfter
 	switch typ {
 	case TypeOK:
 		a.Outcome = OK
@@ -426,6 +433,7 @@ type lineScan struct {
 // those of its "req" or "resp" object, read in the same pass.
 type lineFields struct {
 	typ, op, ns, intent, tenant, key, attempt, client, req, resp, error, effect, kind tok
+	listener, by, forwarded, retryAfter                                               tok
 	reqB, respB                                                                       bodyFields
 }
 
@@ -529,6 +537,14 @@ func (ls *lineScan) field(k []byte, at int) (int, bool) {
 		dst = &f.effect
 	case "kind":
 		dst = &f.kind
+	case "listener":
+		dst = &f.listener
+	case "by":
+		dst = &f.by
+	case "forwarded":
+		dst = &f.forwarded
+	case "retry_after_ms":
+		dst = &f.retryAfter
 	}
 	if dst == nil || dst.kind != 0 || body == nil || at >= len(ls.sc.line) || ls.sc.line[at] != '{' {
 		t, end, ok := ls.sc.value(at, 1)
@@ -594,9 +610,11 @@ func (ls *lineScan) invoke(f *lineFields, r *scanned) bool {
 	key, ok5 := s.optStr(f.key)
 	attempt, ok6 := s.optInt(f.attempt)
 	client, ok7 := s.optInt(f.client)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
+	listener, ok8 := s.optStr(f.listener)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8) {
 		return false
 	}
+	r.listener = ls.span(listener)
 	r.hasReq = f.req.kind != 0
 	r.method, r.path = span{}, span{}
 	r.reqHash, r.reqCanon = 0, 0
@@ -629,9 +647,13 @@ func (ls *lineScan) complete(f *lineFields, t []byte, r *scanned) bool {
 	op, ok1 := s.reqInt(f.op)
 	ns, ok2 := s.reqInt(f.ns)
 	msg, ok3 := s.optStr(f.error)
-	if !(ok1 && ok2 && ok3) {
+	by, ok4 := s.optStr(f.by)
+	forwarded, ok5 := s.optBool(f.forwarded)
+	retryAfter, ok6 := s.optInt(f.retryAfter)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || retryAfter < 0 {
 		return false
 	}
+	r.proxied, r.forwarded, r.retryAfter = string(by) == "proxy", forwarded, retryAfter
 	r.kind = 'n'
 	r.hdr0, r.hdr1 = int32(ls.hdr0), int32(ls.hdr0)
 	if t[0] == 'o' {

@@ -61,7 +61,22 @@ func TestLoad_DirectPathMatchesEvents(t *testing.T) {
 		"long strings": []byte(meta + `{"type":"invoke","op":1,"ns":1,"key":"0123456789012345678901234567890123456789","req":{"path":"/0123456789012345678901234567890\"x","body":"{\"a\":\"0123456789012345678901234567890123456789\\\\\",\"b\":\"\u00e9\"}"}}` + "\n" + `{"type":"ok","op":1,"ns":2,"resp":{"status":200,"headers":{"Location":"/01234567890123456789012345678901234567\\\\"},"body":"0123456789012345678901234567890123456789\\n\""}}` + "\n"),
 		// A request object on a completion line, after the response: its
 		// headers are not the response's.
-		"req after resp": []byte(meta + `{"type":"invoke","op":1,"ns":1}` + "\n" + `{"type":"ok","op":1,"ns":2,"resp":{"status":200,"headers":{"Content-Type":"a"}},"req":{"headers":{"Content-Type":"b"}},"resp":{"headers":{"Content-Type":"c"}}}` + "\n"),
+		// A client run's fields: the listener, the proxy's answers, the
+		// delay asked for, invocations and beliefs (the reference path).
+		"client": []byte(`{"type":"meta","v":1,"mode":"client","client_contract":{"budget":5,"retry_statuses":[429,503],"jitter":"required"}}` + "\n" +
+			`{"type":"invocation","intent":"i-1","tenant":"t1","ns":1,"action":"start","body":"{\"sku\":1}"}` + "\n" +
+			`{"type":"invoke","op":1,"intent":"i-1","tenant":"t1","key":"k","listener":"127.0.0.1:4000","attempt":1,"ns":2,"req":{"method":"POST","path":"/o","body":"{\"sku\":1}"}}` + "\n" +
+			`{"type":"ok","op":1,"ns":3,"resp":{"status":429},"by":"proxy","forwarded":false,"retry_after_ms":1000}` + "\n" +
+			`{"type":"invoke","op":2,"intent":"i-1","tenant":"t1","key":"k","listener":"127.0.0.1:4000","attempt":2,"ns":4}` + "\n" +
+			`{"type":"info","op":2,"ns":5,"by":"proxy","forwarded":true,"error":"reset"}` + "\n" +
+			`{"type":"invoke","op":3,"intent":"i-1","listener":"127.0.0.1:\u0034000","ns":6}` + "\n" +
+			`{"type":"ok","op":3,"ns":7,"by":"pro\u0078y","forwarded":null,"retry_after_ms":null,"resp":{"status":201}}` + "\n" +
+			`{"type":"invoke","op":4,"intent":"i-1","ns":8}` + "\n" +
+			`{"type":"fail","op":4,"ns":9,"by":"upstream","forwarded":false}` + "\n" +
+			`{"type":"belief","intent":"i-1","ns":10,"belief":"success","exit":0,"resource":"ord_1"}` + "\n"),
+		"bad forwarded":        []byte(meta + `{"type":"invoke","op":1,"ns":1}` + "\n" + `{"type":"fail","op":1,"ns":2,"by":"proxy","forwarded":1}` + "\n"),
+		"negative retry after": []byte(meta + `{"type":"invoke","op":1,"ns":1}` + "\n" + `{"type":"ok","op":1,"ns":2,"resp":{"status":429},"retry_after_ms":-1}` + "\n"),
+		"req after resp":       []byte(meta + `{"type":"invoke","op":1,"ns":1}` + "\n" + `{"type":"ok","op":1,"ns":2,"resp":{"status":200,"headers":{"Content-Type":"a"}},"req":{"headers":{"Content-Type":"b"}},"resp":{"headers":{"Content-Type":"c"}}}` + "\n"),
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -89,6 +104,7 @@ func FuzzLoad_DirectPathMatchesEvents(f *testing.F) {
 	f.Add([]byte(meta + ` {"type" : "invoke" ,"op":1,"op":2,"ns":-0,"x":[1,{"a":[]},"s",true,null,-1.5e+3],"req":{"body":"\ud83d\ude00 \u00e9\/\b\f\r\t\"","body":"dup"}}` + "\r\n"))
 	f.Add([]byte(meta + `{"type":"ok","op":1,"ns":2,"resp":{"status":200,"headers":{"Location":"\u002Fx","location":"y"},"body":null,"body_b64":"AA=="}}` + "\n" + `{"type":"ok","op":1,"ns":01,"resp":{"status":200}}`))
 	f.Add([]byte(meta + `{"type":"effect","effect":"order\u0020 1","kind":"\ud800","ns":3}` + "\n" + `{"type":"eff\u0065ct","effect":"x"}` + "\n" + `{"type":"info","op":1,"ns":1e3}`))
+	f.Add([]byte(meta + `{"type":"invoke","op":1,"ns":1,"listener":"l"}` + "\n" + `{"type":"ok","op":1,"ns":2,"by":"proxy","forwarded":true,"retry_after_ms":5,"resp":{"status":503}}` + "\n" + `{"type":"belief","intent":"i","belief":"unknown","exit":75}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		assertSameLoad(t, data, nil)
 	})

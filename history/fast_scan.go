@@ -387,3 +387,14 @@ func (s *scanner) optInt(t tok) (int64, bool) {
 	}
 	return s.reqInt(t)
 }
+
+// optBool reads an optional boolean field: absent or null is false.
+func (s *scanner) optBool(t tok) (bool, bool) {
+	switch {
+	case t.kind == 0 || t.null:
+		return false, true
+	case t.kind == 'l':
+		return s.line[t.start] == 't', true
+	}
+	return false, false
+}

@@ -57,6 +57,9 @@ type Attempt struct {
 	RespPreview string
 	// RespHeaders keeps only the headers named in [LoadOptions.KeepHeaders].
 	RespHeaders Headers
+	// Listener is the per-intent proxy listener the attempt arrived on (a
+	// client run's invoke "listener"), "" when not recorded.
+	Listener string
 
 	Op     int64
 	Number int // attempt number within the intent
@@ -75,8 +78,16 @@ type Attempt struct {
 	// RespHash is a hash of the raw response body; RespLen its length.
 	RespHash uint64
 	RespLen  int
-	Outcome  Outcome
-	HasResp  bool
+	// RetryAfterMS is the delay the answer asked for (retry_after_ms), 0
+	// for none.
+	RetryAfterMS int64
+	Outcome      Outcome
+	HasResp      bool
+	// Proxied says the answer, or its absence, came from idemchaos's fault
+	// proxy ("by":"proxy"), not from the upstream; Forwarded, that the
+	// request had reached the upstream before the proxy answered.
+	Proxied   bool
+	Forwarded bool
 }
 
 // Done reports whether the attempt's completion was recorded.
@@ -110,6 +121,44 @@ type Effect struct {
 	NS     int64
 }
 
+// Ack is one acknowledgement of a message its broker saw (an ack event).
+type Ack struct {
+	Tenant string
+	Key    string
+	Intent string
+	// Delivered is the broker's count of the message's deliveries when it
+	// was acknowledged (1: the first delivery).
+	Delivered int
+	// Term says the consumer terminated the message (no more deliveries)
+	// rather than acknowledging it: as final for a lost message.
+	Term bool
+	NS   int64
+}
+
+// Invocation is the start of a client command for one intent (an
+// invocation event of a client run).
+type Invocation struct {
+	Intent string
+	Tenant string
+	NS     int64
+	// BodyHash and BodyCanon fingerprint the payload the command was given,
+	// as [Attempt.ReqHash] and [Attempt.ReqCanon] do a request's.
+	BodyHash, BodyCanon uint64
+}
+
+// Belief is what a client command's exit said about its intent (a belief
+// event of a client run).
+type Belief struct {
+	Intent string
+	// Belief is [BeliefSuccess], [BeliefUnknown] or [BeliefFailure].
+	Belief   string
+	Exit     int
+	Resource string
+	// Error says why the command ended otherwise ("killed at timeout 30s").
+	Error string
+	NS    int64
+}
+
 // History is a loaded history: every attempt with its outcome, every fault
 // and every effect, in the order they were recorded.
 type History struct {
@@ -117,6 +166,9 @@ type History struct {
 	Attempts []Attempt
 	Faults   []Fault
 	Effects  []Effect
+	// Acks are the consumers' acknowledgements the broker saw (ack
+	// events; consumer scenarios only).
+	Acks []Ack
 	// Truncated says the input ended mid-line: events may be missing.
 	Truncated bool
 	// Interrupted says why the run was cut short ("" when it was not): the
@@ -146,7 +198,14 @@ type History struct {
 	End    int64
 	// Skipped counts events of types this reader does not know.
 	Skipped int
+	// Invocations and Beliefs are a client run's starts and ends of the
+	// client command, one each per intent, in the order recorded.
+	Invocations []Invocation
+	Beliefs     []Belief
 }
+
+// Client says the history is a client run's (its meta's mode is client).
+func (h *History) Client() bool { return h.Meta.Mode == ModeClient }
 
 // LoadOptions tunes [Load].
 type LoadOptions struct {
@@ -260,6 +319,9 @@ func (h *History) add(e *Event, l *loader) error {
 		} else {
 			a.Intent = "key:" + e.Tenant + "/" + e.Key
 		}
+		if e.Listener != "" {
+			a.Listener = in.get(e.Listener)
+		}
 		if e.Req != nil {
 			a.Method, a.Path = in.get(e.Req.Method), in.get(e.Req.Path)
 			a.ReqHash = Hash(e.Req.Body)
@@ -273,6 +335,7 @@ func (h *History) add(e *Event, l *loader) error {
 		}
 		a.Complete = e.NS
 		a.Error = e.Error
+		a.Proxied, a.Forwarded, a.RetryAfterMS = e.By == "proxy", e.Forwarded, e.RetryAfterMS
 		switch e.Type {
 		case TypeOK:
 			a.Outcome = OK
@@ -309,6 +372,13 @@ func (h *History) add(e *Event, l *loader) error {
 		}
 	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle, TypeSettled:
 		h.addRun(e, l.attempts.n, l.effects.n)
+	case TypeInvocation:
+		bh := Hash(e.Body)
+		h.Invocations = append(h.Invocations, Invocation{Intent: e.Intent, Tenant: in.get(e.Tenant), NS: e.NS, BodyHash: bh, BodyCanon: l.canon.hash(e.Body, bh)})
+	case TypeBelief:
+		h.Beliefs = append(h.Beliefs, Belief{Intent: e.Intent, Belief: in.get(e.Belief), Exit: e.Exit, Resource: e.Resource, Error: e.Error, NS: e.NS})
+	case TypeAck:
+		h.Acks = append(h.Acks, Ack{Tenant: in.get(e.Tenant), Key: e.Key, Intent: e.Intent, Delivered: e.Attempt, Term: e.Kind == "term", NS: e.NS})
 	case TypeEffect:
 		h.EffectsKnown = true
 		l.effects.add(Effect{

@@ -73,3 +73,41 @@ func TestLoad_TruncatedIsFlaggedNotFailed(t *testing.T) {
 		t.Fatalf("got truncated=%v outcome=%v", h.Truncated, h.Attempts[0].Outcome)
 	}
 }
+
+// A client run's history loads with what the client checks read: the
+// listener and the proxy's answers per attempt, the delay asked for, and
+// each intent's invocation and belief.
+func TestLoad_ClientFields(t *testing.T) {
+	t.Parallel()
+	in := `{"type":"meta","v":1,"mode":"client","client_contract":{"budget":3,"unknown":"forbidden"}}` + "\n" +
+		`{"type":"invocation","intent":"i-1","tenant":"t1","ns":1,"action":"start","body":"{}"}` + "\n" +
+		`{"type":"invoke","op":1,"intent":"i-1","tenant":"t1","key":"k","listener":"127.0.0.1:4000","attempt":1,"ns":2,"req":{"method":"POST","path":"/o","body":"{}"}}` + "\n" +
+		`{"type":"ok","op":1,"ns":3,"resp":{"status":429},"by":"proxy","forwarded":false,"retry_after_ms":1000}` + "\n" +
+		`{"type":"belief","intent":"i-1","ns":10,"belief":"unknown","exit":75,"error":"gave up"}` + "\n"
+	h, err := history.Load(strings.NewReader(in), history.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.Client() || h.Meta.ClientContract == nil || h.Meta.ClientContract.Budget != 3 || h.Meta.ClientContract.Unknown != "forbidden" {
+		t.Fatalf("meta: %+v", h.Meta)
+	}
+	a := h.Attempts[0]
+	if a.Listener != "127.0.0.1:4000" || !a.Proxied || a.Forwarded || a.RetryAfterMS != 1000 {
+		t.Fatalf("attempt: %+v", a)
+	}
+	if len(h.Invocations) != 1 || h.Invocations[0].Intent != "i-1" || h.Invocations[0].BodyHash != history.Hash([]byte("{}")) {
+		t.Fatalf("invocations: %+v", h.Invocations)
+	}
+	if want := (history.Belief{Intent: "i-1", Belief: "unknown", Exit: 75, Error: "gave up", NS: 10}); len(h.Beliefs) != 1 || h.Beliefs[0] != want {
+		t.Fatalf("beliefs: %+v", h.Beliefs)
+	}
+	for _, bad := range []string{
+		`{"type":"belief","intent":"i-1","belief":"maybe"}`,
+		`{"type":"belief","belief":"success"}`,
+		`{"type":"invocation","intent":""}`,
+	} {
+		if _, err := history.Load(strings.NewReader(meta+bad+"\n"), history.LoadOptions{}); err == nil || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("%s: want an error at line 2, got %v", bad, err)
+		}
+	}
+}

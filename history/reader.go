@@ -241,7 +241,17 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 		if e.Invariants, err = stringList(v, "invariants", "invariant names"); err != nil {
 			return true, err
 		}
+		if e.Mode, err = str(v, "mode", false); err != nil {
+			return true, err
+		}
+		if f := v.Get("client_contract"); f != nil && f.Type() != fastjson.TypeNull {
+			if e.ClientContract, err = decodeClientContract(f); err != nil {
+				return true, fmt.Errorf("client_contract: %w", err)
+			}
+		}
 		return true, nil
+	case TypeInvocation, TypeBelief:
+		return true, decodeClient(v, e)
 	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle, TypeSettled:
 		return true, decodeRun(v, e)
 	case TypeInvoke:
@@ -254,6 +264,20 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 			return true, err
 		}
 		if e.Error, err = str(v, "error", false); err != nil {
+			return true, err
+		}
+		if e.By, err = str(v, "by", false); err != nil {
+			return true, err
+		}
+		if f := v.Get("forwarded"); f != nil && f.Type() != fastjson.TypeNull {
+			if e.Forwarded, err = f.Bool(); err != nil {
+				return true, fmt.Errorf(`"forwarded" must be true or false`)
+			}
+		}
+		if e.RetryAfterMS, err = integer(v, "retry_after_ms", false); err == nil && e.RetryAfterMS < 0 {
+			err = fmt.Errorf(`"retry_after_ms" must not be negative`)
+		}
+		if err != nil {
 			return true, err
 		}
 		if e.Type != TypeOK {
@@ -306,6 +330,27 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 			return true, err
 		}
 		return true, nil
+	case TypeAck:
+		for _, f := range []struct {
+			name string
+			dst  *string
+		}{{"tenant", &e.Tenant}, {"key", &e.Key}, {"intent", &e.Intent}, {"kind", &e.Kind}} {
+			if *f.dst, err = str(v, f.name, false); err != nil {
+				return true, err
+			}
+		}
+		var n int64
+		if n, err = integer(v, "attempt", false); err == nil && n < 0 {
+			err = fmt.Errorf(`"attempt" must not be negative`)
+		}
+		e.Attempt = int(n)
+		if err != nil {
+			return true, err
+		}
+		if e.NS, err = integer(v, "ns", false); err != nil {
+			return true, err
+		}
+		return true, nil
 	}
 	return false, nil
 }
@@ -346,6 +391,48 @@ func decodeRun(v *fastjson.Value, e *Event) (err error) {
 	return err
 }
 
+// decodeClient fills the events a client run writes about each intent's
+// command: its start (invocation) and the belief its exit stated.
+func decodeClient(v *fastjson.Value, e *Event) (err error) {
+	if e.Intent, err = str(v, "intent", true); err != nil {
+		return err
+	}
+	if e.Intent == "" {
+		return fmt.Errorf(`"intent" must name the intent`)
+	}
+	if e.NS, err = integer(v, "ns", false); err != nil {
+		return err
+	}
+	if e.Error, err = str(v, "error", false); err != nil {
+		return err
+	}
+	if e.Type == TypeInvocation {
+		if e.Tenant, err = str(v, "tenant", false); err != nil {
+			return err
+		}
+		if e.Action, err = str(v, "action", false); err != nil {
+			return err
+		}
+		e.Body, err = body(v)
+		return err
+	}
+	if e.Belief, err = str(v, "belief", true); err != nil {
+		return err
+	}
+	switch e.Belief {
+	case BeliefSuccess, BeliefUnknown, BeliefFailure:
+	default:
+		return fmt.Errorf(`"belief" must be success, unknown or failure, got %q`, e.Belief)
+	}
+	var n int64
+	if n, err = integer(v, "exit", false); err != nil {
+		return err
+	}
+	e.Exit = int(n)
+	e.Resource, err = str(v, "resource", false)
+	return err
+}
+
 func decodeInvoke(v *fastjson.Value, e *Event) (err error) {
 	if e.Op, err = integer(v, "op", true); err != nil {
 		return err
@@ -356,7 +443,7 @@ func decodeInvoke(v *fastjson.Value, e *Event) (err error) {
 	for _, f := range []struct {
 		name string
 		dst  *string
-	}{{"intent", &e.Intent}, {"tenant", &e.Tenant}, {"key", &e.Key}} {
+	}{{"intent", &e.Intent}, {"tenant", &e.Tenant}, {"key", &e.Key}, {"listener", &e.Listener}} {
 		if *f.dst, err = str(v, f.name, false); err != nil {
 			return err
 		}
@@ -545,6 +632,75 @@ func decodeContract(v *fastjson.Value) (*Contract, error) {
 		}
 	}
 	return c, nil
+}
+
+func decodeClientContract(v *fastjson.Value) (*ClientContract, error) {
+	if v.Type() != fastjson.TypeObject {
+		return nil, fmt.Errorf("must be an object, got %s", v.Type())
+	}
+	c := &ClientContract{}
+	var err error
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"budget", &c.Budget}, {"global_budget", &c.GlobalBudget}} {
+		n, err := integer(v, f.name, false)
+		if err != nil {
+			return nil, err
+		}
+		if n < 0 || n > 1<<31-1 {
+			return nil, fmt.Errorf("%q must be a count (0 or more), got %d", f.name, n)
+		}
+		*f.dst = int(n)
+	}
+	if c.MinBackoffMS, err = integer(v, "min_backoff_ms", false); err != nil {
+		return nil, err
+	}
+	if c.MinBackoffMS < 0 {
+		return nil, fmt.Errorf(`"min_backoff_ms" must not be negative`)
+	}
+	for _, f := range []struct {
+		name string
+		dst  *[]int
+	}{{"retry_statuses", &c.RetryStatuses}, {"permanent_statuses", &c.PermanentStatuses}} {
+		if *f.dst, err = statusList(v, f.name); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+		one  []string
+	}{{"jitter", &c.Jitter, []string{"required", "optional"}}, {"unknown", &c.Unknown, []string{"allowed", "forbidden"}}} {
+		if *f.dst, err = str(v, f.name, false); err != nil {
+			return nil, err
+		}
+		if *f.dst != "" && *f.dst != f.one[0] && *f.dst != f.one[1] {
+			return nil, fmt.Errorf("%q must be %s or %s, got %q", f.name, f.one[0], f.one[1], *f.dst)
+		}
+	}
+	return c, nil
+}
+
+// statusList reads an optional array of HTTP status codes; nil when absent.
+func statusList(v *fastjson.Value, name string) ([]int, error) {
+	a := v.Get(name)
+	if a == nil || a.Type() == fastjson.TypeNull {
+		return nil, nil
+	}
+	items, err := a.Array()
+	if err != nil {
+		return nil, fmt.Errorf("%q must be an array of HTTP status codes, got %s", name, a.Type())
+	}
+	out := make([]int, 0, len(items))
+	for _, it := range items {
+		n, err := it.Int()
+		if err != nil || n < 100 || n > 999 {
+			return nil, fmt.Errorf("%q must be an array of HTTP status codes (100-999), got %s in it", name, describe(it))
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // stringList reads an optional array of strings (what says what they name,

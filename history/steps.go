@@ -14,6 +14,9 @@ type Step struct {
 	// the step began: its own attempts are Attempts[Attempts:] up to the
 	// next step's.
 	Attempts, Faults, Effects, Events int
+	// Invocations and Beliefs count a client run's invocation and belief
+	// events before the step.
+	Invocations, Beliefs int
 	// MaxRequests is the request budget that ran out in the step (a budget
 	// event), 0 when it did not.
 	MaxRequests int64
@@ -40,7 +43,8 @@ func (h *History) addRun(e *Event, attempts, effects int) {
 			expect = "clean"
 		}
 		h.Steps = append(h.Steps, Step{Name: e.Name, Expect: expect, NS: e.NS,
-			Attempts: attempts, Faults: len(h.Faults), Effects: effects, Events: h.Events - 1})
+			Attempts: attempts, Faults: len(h.Faults), Effects: effects, Events: h.Events - 1,
+			Invocations: len(h.Invocations), Beliefs: len(h.Beliefs)})
 	case TypeBudget:
 		if len(h.Steps) == 0 {
 			// A budget before any step event is the implicit first step's.
@@ -106,6 +110,14 @@ func (h *History) Through(i int) *History {
 	out.Attempts = h.Attempts[:next.Attempts]
 	out.Faults = h.Faults[:next.Faults]
 	out.Effects = h.Effects[:next.Effects]
+	out.Invocations = h.Invocations[:next.Invocations:next.Invocations]
+	out.Beliefs = h.Beliefs[:next.Beliefs:next.Beliefs]
+	out.Acks = nil
+	for _, a := range h.Acks {
+		if a.NS <= next.NS {
+			out.Acks = append(out.Acks, a)
+		}
+	}
 	out.Events, out.End = next.Events, next.NS
 	// What came after the step did not end it: an interrupt or a cut-off
 	// line later on leaves this step's events whole.

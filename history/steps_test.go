@@ -110,3 +110,27 @@ func TestReader_RunEventErrors(t *testing.T) {
 		}
 	}
 }
+
+// A client run's invocations and beliefs belong to the step they were
+// recorded in: the history through a step holds only its own and earlier.
+func TestThrough_KeepsTheStepsInvocationsAndBeliefs(t *testing.T) {
+	t.Parallel()
+	in := `{"type":"meta","v":1,"mode":"client"}` + "\n" +
+		`{"type":"step","name":"one","ns":1}` + "\n" +
+		`{"type":"invocation","intent":"a","ns":2}` + "\n" +
+		`{"type":"belief","intent":"a","belief":"success","ns":3}` + "\n" +
+		`{"type":"step","name":"two","ns":4}` + "\n" +
+		`{"type":"invocation","intent":"b","ns":5}` + "\n" +
+		`{"type":"belief","intent":"b","belief":"failure","exit":1,"ns":6}` + "\n"
+	h, err := history.Load(strings.NewReader(in), history.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := h.Through(0)
+	if len(first.Invocations) != 1 || first.Invocations[0].Intent != "a" || len(first.Beliefs) != 1 || first.Beliefs[0].Intent != "a" {
+		t.Fatalf("step one: %+v %+v", first.Invocations, first.Beliefs)
+	}
+	if all := h.Through(1); len(all.Invocations) != 2 || len(all.Beliefs) != 2 {
+		t.Fatalf("step two: %+v %+v", all.Invocations, all.Beliefs)
+	}
+}

@@ -89,11 +89,16 @@ func AppendEvent(dst []byte, e *Event) []byte {
 		if e.Invariants != nil {
 			dst = appendStrings(dst, "invariants", e.Invariants)
 		}
+		dst = appendOptString(dst, "mode", e.Mode)
+		if c := e.ClientContract; c != nil {
+			dst = appendClientContract(dst, c)
+		}
 	case TypeInvoke:
 		dst = appendInt(dst, "op", e.Op)
 		dst = appendOptString(dst, "intent", e.Intent)
 		dst = appendOptString(dst, "tenant", e.Tenant)
 		dst = appendOptString(dst, "key", e.Key)
+		dst = appendOptString(dst, "listener", e.Listener)
 		if e.Attempt != 0 {
 			dst = appendInt(dst, "attempt", int64(e.Attempt))
 		}
@@ -116,6 +121,30 @@ func AppendEvent(dst []byte, e *Event) []byte {
 			dst = appendHeadersAndBody(dst, e.Resp.Headers, e.Resp.Body)
 			dst = append(dst, '}')
 		}
+		dst = appendOptString(dst, "error", e.Error)
+		dst = appendOptString(dst, "by", e.By)
+		// Forwarded is written whenever the proxy answered: false is the
+		// fact that the upstream never saw the request.
+		if e.By != "" || e.Forwarded {
+			dst = append(dst, `,"forwarded":`...)
+			dst = strconv.AppendBool(dst, e.Forwarded)
+		}
+		if e.RetryAfterMS != 0 {
+			dst = appendInt(dst, "retry_after_ms", e.RetryAfterMS)
+		}
+	case TypeInvocation:
+		dst = appendOptString(dst, "intent", e.Intent)
+		dst = appendOptString(dst, "tenant", e.Tenant)
+		dst = appendInt(dst, "ns", e.NS)
+		dst = appendOptString(dst, "action", e.Action)
+		dst = appendHeadersAndBody(dst, nil, e.Body)
+		dst = appendOptString(dst, "error", e.Error)
+	case TypeBelief:
+		dst = appendOptString(dst, "intent", e.Intent)
+		dst = appendInt(dst, "ns", e.NS)
+		dst = appendOptString(dst, "belief", e.Belief)
+		dst = appendInt(dst, "exit", int64(e.Exit))
+		dst = appendOptString(dst, "resource", e.Resource)
 		dst = appendOptString(dst, "error", e.Error)
 	case TypeFault:
 		dst = append(dst, `,"fault":`...)
@@ -150,6 +179,13 @@ func AppendEvent(dst []byte, e *Event) []byte {
 		dst = appendOptString(dst, "source", e.Source)
 		dst = appendInt(dst, "effects", int64(e.Read))
 		dst = appendOptString(dst, "got", e.Got)
+		dst = appendInt(dst, "ns", e.NS)
+	case TypeAck:
+		dst = appendOptString(dst, "tenant", e.Tenant)
+		dst = appendOptString(dst, "key", e.Key)
+		dst = appendOptString(dst, "intent", e.Intent)
+		dst = appendInt(dst, "attempt", int64(e.Attempt))
+		dst = appendOptString(dst, "kind", e.Kind)
 		dst = appendInt(dst, "ns", e.NS)
 	case TypeEffect:
 		dst = appendOptString(dst, "tenant", e.Tenant)
@@ -289,6 +325,34 @@ func appendContract(dst []byte, c *Contract) []byte {
 	if c.MaxKeyLength != 0 {
 		dst = appendInt(dst, "max_key_length", c.MaxKeyLength)
 	}
+	return append(dst, '}')
+}
+
+func appendClientContract(dst []byte, c *ClientContract) []byte {
+	dst = append(dst, `,"client_contract":{"budget":`...)
+	dst = strconv.AppendInt(dst, int64(c.Budget), 10)
+	dst = appendInt(dst, "global_budget", int64(c.GlobalBudget))
+	for _, f := range []struct {
+		name string
+		list []int
+	}{{"retry_statuses", c.RetryStatuses}, {"permanent_statuses", c.PermanentStatuses}} {
+		if f.list == nil {
+			continue
+		}
+		dst = append(dst, ',')
+		dst = appendString(dst, f.name)
+		dst = append(dst, ":["...)
+		for i, n := range f.list {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendInt(dst, int64(n), 10)
+		}
+		dst = append(dst, ']')
+	}
+	dst = appendInt(dst, "min_backoff_ms", c.MinBackoffMS)
+	dst = appendOptString(dst, "jitter", c.Jitter)
+	dst = appendOptString(dst, "unknown", c.Unknown)
 	return append(dst, '}')
 }
 

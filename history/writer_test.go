@@ -17,8 +17,11 @@ func sampleEvents() []history.Event {
 		{Type: history.TypeMeta, V: 1, Scenario: "response-drop", Seed: 42, Started: "2026-11-30T00:00:00Z", EffectsRecorded: true,
 			Contract: &history.Contract{Profile: "custom", MissingKey: 0, Reuse: 400, InFlight: 425, Fingerprint: "canonical",
 				ReplayHeaders: []string{"Location"}, ReplayIgnore: []string{}, DecisionBoundMS: 9000, RetentionGapMS: 1, MaxKeyLength: 50},
-			Invariants: []string{"exactly-once", "replay-identical"}},
+			Invariants: []string{"exactly-once", "replay-identical"}, Mode: history.ModeClient,
+			ClientContract: &history.ClientContract{Budget: 5, GlobalBudget: 90, RetryStatuses: []int{429, 503}, PermanentStatuses: []int{},
+				MinBackoffMS: 20, Jitter: "optional", Unknown: "forbidden"}},
 		{Type: history.TypeStep, Name: "double clicks", Expect: "in-flight-conflict", NS: 100},
+		{Type: history.TypeAck, Intent: "i7", Key: "order-7", Attempt: 2, Kind: "term", NS: 110},
 		{Type: history.TypeInvoke, Op: 17, Intent: "i42", Tenant: "t1", Key: "k-9", Attempt: 2, Client: 3, NS: 123,
 			Req: &history.Request{Method: "POST", Path: "/v1/orders",
 				Headers: history.Headers{{Name: "Idempotency-Key", Value: "k-9"}, {Name: "Content-Type", Value: "application/json"}},
@@ -39,6 +42,14 @@ func sampleEvents() []history.Event {
 		{Type: history.TypeOracle, Source: "GET http://127.0.0.1:8080/orders", Read: 0, Got: `200 {"orders":[]}`, NS: 903},
 		{Type: history.TypeOracle, Source: "query SELECT 1", Read: 3, NS: 904},
 		{Type: history.TypeEnvironment, Error: "the disk is full", NS: 905},
+		{Type: history.TypeInvocation, Intent: "i-3", Tenant: "t1", NS: 906, Action: "start", Body: []byte(`{"sku":"a"}`)},
+		{Type: history.TypeInvocation, Intent: "i-4", NS: 906, Body: []byte{0xff}},
+		{Type: history.TypeInvoke, Op: 22, Intent: "i-3", Tenant: "t1", Key: "k", Listener: "127.0.0.1:40123", Attempt: 1, NS: 907},
+		{Type: history.TypeOK, Op: 22, NS: 908, By: "proxy", Forwarded: false, RetryAfterMS: 1000, Resp: &history.Response{Status: 429}},
+		{Type: history.TypeInfo, Op: 23, NS: 909, By: "proxy", Forwarded: true, Error: "reset after execution"},
+		{Type: history.TypeOK, Op: 24, NS: 910, RetryAfterMS: 2000, Resp: &history.Response{Status: 503}},
+		{Type: history.TypeBelief, Intent: "i-3", NS: 911, Belief: history.BeliefSuccess, Exit: 0, Resource: "ord_12"},
+		{Type: history.TypeBelief, Intent: "i-4", NS: 912, Belief: history.BeliefFailure, Exit: -1, Error: "killed at timeout 30s"},
 	}
 }
 

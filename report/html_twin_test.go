@@ -37,7 +37,13 @@ func goldenSweep(tb testing.TB, paths []string, seeds int, lost func(i int) bool
 			tb.Fatal(err)
 		}
 		h := loadHistory(tb, string(b))
-		res := checkers.Default().Check(h, h.Effects)
+		// Each history by its own suite: a client run's by the client
+		// invariants.
+		suite, err := checkers.ForContract(checkers.DefaultContract(), checkers.DefaultNames(h.Meta.Mode)...)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		res := suite.Check(h, h.Effects)
 		for seed := 1; seed <= seeds; seed++ {
 			name := fmt.Sprintf("%s#seed%d", filepath.ToSlash(path), seed)
 			run := report.FromCheck(name, h, res)

@@ -104,6 +104,15 @@ func (s *Scenario) fillDefaults(file string) {
 			s.Effects.Oracle = "reference"
 		}
 	}
+	if s.Broker != nil {
+		s.Broker.AckWait = orDur(s.Broker.AckWait, time.Second)
+		if s.Consumer != nil && s.Consumer.Instances == 0 {
+			s.Consumer.Instances = 1
+		}
+		if len(s.Invariants) == 0 { // a consumer's two, not a service's seven
+			s.Invariants = []Invariant{{Name: "exactly-once"}, {Name: "no-lost-message"}}
+		}
+	}
 	if len(s.Invariants) == 0 {
 		for _, n := range checkers.Names() {
 			s.Invariants = append(s.Invariants, Invariant{Name: n})

@@ -38,6 +38,14 @@ type Scenario struct {
 	// expecting clean (see [Scenario.EffectiveSteps]).
 	Steps []Step `yaml:"steps" json:"steps,omitempty"`
 
+	// Broker, Consumer and Messages make a consumer scenario
+	// (docs/test-your-consumer.md): no target, a user's consumer on a
+	// broker the harness starts, the plan's messages published to it and
+	// its effects read through the scenario's oracle.
+	Broker   *Broker   `yaml:"broker" json:"broker,omitempty"`
+	Consumer *Consumer `yaml:"consumer" json:"consumer,omitempty"`
+	Messages *Messages `yaml:"messages" json:"messages,omitempty"`
+
 	// ContractOverride, when set, is the contract the run judges by instead
 	// of the one the file describes: `run`'s contract flags set it, so a
 	// run and a later `check` with the same flags judge alike.
@@ -69,6 +77,48 @@ func (s *Scenario) Where(field string) string {
 		return s.File
 	}
 	return s.Name
+}
+
+// Broker is the broker of a consumer scenario.
+type Broker struct {
+	// Kind is the broker: nats (NATS with JetStream, embedded).
+	Kind string `yaml:"kind" json:"kind"`
+	// AckWait is how long the broker waits for an ack before it delivers
+	// again (default 1s in scenarios).
+	AckWait time.Duration `yaml:"ack_wait" json:"ack_wait,omitempty"`
+	_       struct{}
+}
+
+// Consumer is the user's consumer a consumer scenario starts.
+type Consumer struct {
+	// Command is the program and its arguments (no shell).
+	Command []string `yaml:"command" json:"command"`
+	// Instances is how many copies run side by side (default 1).
+	Instances int `yaml:"instances" json:"instances,omitempty"`
+	// Env is added to the consumer's environment, beside the broker's
+	// (IDEMCHAOS_NATS_URL, ...).
+	Env map[string]string `yaml:"env" json:"env,omitempty"`
+	_   struct{}
+}
+
+// The delivery-path faults of [Messages.Fault].
+const (
+	MessageFaultKillBeforeAck      = "kill-before-ack"
+	MessageFaultKillAfterAck       = "kill-after-ack"
+	MessageFaultPublishTwiceSameID = "publish-twice-same-id"
+	MessageFaultPublishTwiceNewID  = "publish-twice-new-id"
+)
+
+// Messages is a consumer scenario's plan.
+type Messages struct {
+	// Count is how many messages are published.
+	Count int `yaml:"count" json:"count"`
+	// Fault is the delivery-path fault applied to message Target (0-based;
+	// "" for none): kill-before-ack, kill-after-ack,
+	// publish-twice-same-id or publish-twice-new-id.
+	Fault  string `yaml:"fault" json:"fault,omitempty"`
+	Target int    `yaml:"target" json:"target,omitempty"`
+	_      struct{}
 }
 
 // Target is the system under test: the bundled reference (optionally one of

@@ -265,6 +265,12 @@ func enumNoun(loc []string) string {
 	if loc[0] == "invariants" {
 		return "invariant"
 	}
+	if loc[0] == "broker" {
+		return "broker kind"
+	}
+	if loc[0] == "messages" {
+		return "delivery fault"
+	}
 	switch loc[len(loc)-1] {
 	case "kind":
 		return "fault kind"

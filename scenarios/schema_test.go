@@ -61,7 +61,7 @@ func TestSchema_EnumsMatchRegistries(t *testing.T) {
 		want []string
 	}{
 		"fault kinds": {at(doc, "$defs", "fault", "properties", "kind", "enum"), faults.Kinds()},
-		"invariants":  {at(doc, "$defs", "invariantName", "enum"), checkers.Names()},
+		"invariants":  {at(doc, "$defs", "invariantName", "enum"), checkers.Known()},
 		"mutants":     {at(doc, "$defs", "reference", "properties", "mutant", "enum"), mutants},
 		"clients":     {at(doc, "$defs", "traffic", "properties", "client", "enum"), models},
 	} {

@@ -23,6 +23,7 @@ func (t *tree) checkSemantics() {
 	}
 	t.checkName()
 	t.checkTarget()
+	t.checkConsumer()
 	t.checkURL("/effects/url", "effects.url")
 	t.checkFaults("/faults")
 	t.checkContract()
@@ -119,6 +120,48 @@ func (t *tree) checkTarget() {
 		if ret < win {
 			t.errorf(t.posOf("/target/reference/retention"), "target.reference.retention: %s is shorter than retry_window (%s); the reference refuses to start (the short-retention mutant shows why)", fmtDur(ret), fmtDur(win))
 		}
+	}
+}
+
+// checkConsumer checks a consumer scenario's blocks: a broker, a consumer
+// and messages together, no target, an oracle of the user's.
+func (t *tree) checkConsumer() {
+	broker := t.has("/broker")
+	if !broker {
+		if !t.has("/target") {
+			t.errorf(t.posOf(""), `the scenario: missing required key "target" (reference: {} for the bundled service, or url: for yours; broker:, consumer: and messages: for a consumer scenario)`)
+		}
+		for _, k := range []string{"consumer", "messages"} {
+			if t.has("/" + k) {
+				t.errorf(t.keyPos("/"+k), "%s: only in a consumer scenario, beside broker", k)
+			}
+		}
+		return
+	}
+	if t.has("/target") {
+		t.errorf(t.keyPos("/target"), "target: a consumer scenario has none: the consumer (consumer.command) is the system under test")
+	}
+	for _, k := range []string{"consumer", "messages"} {
+		if !t.has("/" + k) {
+			t.errorf(t.keyPos("/broker"), "%s: missing; a consumer scenario needs broker, consumer and messages", k)
+		}
+	}
+	if o, _ := t.str("/effects/oracle"); o != "sql" && o != "http" {
+		at := t.keyPos("/broker")
+		if t.has("/effects/oracle") {
+			at = t.posOf("/effects/oracle")
+		}
+		t.errorf(at, "effects.oracle: a consumer scenario reads its consumer's effects with sql or http")
+	}
+	c, okc := asInt(valueOr(t.get("/messages/count")))
+	at, oka := asInt(valueOr(t.get("/messages/target")))
+	if okc && oka && c > 0 {
+		if at >= c {
+			t.errorf(t.posOf("/messages/target"), "messages.target: %d, but messages are numbered 0 to %d (count %d)", at, c-1, c)
+		}
+	}
+	if t.has("/messages/target") && !t.has("/messages/fault") {
+		t.errorf(t.keyPos("/messages/target"), "messages.target: aims messages.fault, which is not set")
 	}
 }
 
@@ -358,7 +401,7 @@ func (t *tree) invariantNames() []string {
 			}
 		}
 	}
-	names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(checkers.Names(), n) })
+	names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(checkers.Known(), n) })
 	slices.Sort(names)
 	names = slices.Compact(names)
 	if len(names) == 0 {
@@ -403,7 +446,7 @@ func (t *tree) checkSteps() {
 		t.checkTraffic(sp+"/traffic", "/traffic")
 		if exp, ok := t.str(sp + "/expect"); ok && exp != "clean" && !slices.Contains(names, exp) {
 			what := "is not an invariant of this scenario"
-			if !slices.Contains(checkers.Names(), exp) {
+			if !slices.Contains(checkers.Known(), exp) {
 				what = "is not an invariant"
 			}
 			t.errorf(t.posOf(sp+"/expect"), "%s.expect: %q %s (expected clean or one of: %s)%s", t.where(sp), exp, what, strings.Join(names, ", "), suggest.DidYouMean(exp, names))

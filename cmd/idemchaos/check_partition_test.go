@@ -21,6 +21,9 @@ func TestCheck_PartitionedSameReport(t *testing.T) {
 		"../../testdata/examples/response-drop-duplicate.jsonl",
 		"../../testdata/histories/exactly-once/no-effects-recorded-unknown.jsonl",
 		"../../testdata/histories/tenant-isolation/binary-body-leak-bad.jsonl",
+		// A consumer's history: its broker acks go with their keys.
+		"../../testdata/histories/no-lost-message/ack-before-effect-bad.jsonl",
+		"../../testdata/histories/no-lost-message/redelivered-applied-once-ok.jsonl",
 	} {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			t.Parallel()

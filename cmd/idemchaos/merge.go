@@ -204,7 +204,7 @@ func mergedHistories(rep report.Report) map[string]*history.History {
 // loadHistory loads one history with the contract its meta event records,
 // or returns nil.
 func loadHistory(path string) *history.History {
-	contract, _, err := metaContract(path, contractFlags{})
+	contract, _, _, err := metaContract(path, contractFlags{})
 	if err != nil {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 // The sql oracle's MySQL and SQLite drivers live in packages of their own
 // (harness/oracle/mysql, harness/oracle/sqlite) that register themselves:
 // the command links them, a user's test that imports harness does not.
+// So does the embedded NATS broker (harness/broker/nats).
 func TestDeps_HarnessLinksNoMySQLOrSQLite(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", module+"/harness").Output()
@@ -16,9 +17,10 @@ func TestDeps_HarnessLinksNoMySQLOrSQLite(t *testing.T) {
 		t.Fatalf("go list -deps harness: %v", err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		for _, driver := range []string{"github.com/go-sql-driver/mysql", "modernc.org/", module + "/harness/oracle/mysql", module + "/harness/oracle/sqlite"} {
+		for _, driver := range []string{"github.com/go-sql-driver/mysql", "modernc.org/", module + "/harness/oracle/mysql", module + "/harness/oracle/sqlite",
+			"github.com/nats-io/", module + "/harness/broker/nats"} {
 			if strings.HasPrefix(dep, driver) {
-				t.Errorf("harness links %s: a MySQL or SQLite driver belongs to its registering package, which only the command (or a test that wants it) imports", dep)
+				t.Errorf("harness links %s: a MySQL or SQLite driver, or the NATS broker, belongs to its registering package, which only the command (or a test that wants it) imports", dep)
 			}
 		}
 	}
@@ -26,9 +28,9 @@ func TestDeps_HarnessLinksNoMySQLOrSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -deps cmd/idemchaos: %v", err)
 	}
-	for _, want := range []string{module + "/harness/oracle/mysql", module + "/harness/oracle/sqlite"} {
+	for _, want := range []string{module + "/harness/oracle/mysql", module + "/harness/oracle/sqlite", module + "/harness/broker/nats"} {
 		if !strings.Contains(string(cmd), want+"\n") {
-			t.Errorf("the command does not link %s: its DSNs would not validate", want)
+			t.Errorf("the command does not link %s: its DSNs (or broker kind) would not validate", want)
 		}
 	}
 }

@@ -38,13 +38,15 @@ var rules = map[string]rule{
 	"harness/pgtest":        {may: []string{"internal/pgcluster", "internal/runenv"}},
 	"harness/oracle/mysql":  {may: []string{"harness/oracle"}},
 	"harness/oracle/sqlite": {may: []string{"harness/oracle"}},
+	"harness/broker":        {may: []string{"history", "internal/addrgate"}},
+	"harness/broker/nats":   {may: []string{"harness/broker", "internal/addrgate"}},
 	"harness/mariadbtest":   {may: []string{"harness/pgtest", "internal/mariadb"}},
-	"harness": {may: append([]string{"checkers", "faults", "harness/driver", "harness/oracle", "harness/internal/sut", "history", "reference", "scenarios",
+	"harness": {may: append([]string{"checkers", "faults", "harness/driver", "harness/oracle", "harness/internal/sut", "harness/broker", "history", "reference", "scenarios",
 		"internal/env", "internal/netaddr", "internal/addrgate"}, infra...)},
 	"harness/internal/sut":             {may: []string{"faults", "scenarios", "internal/addrgate", "internal/proxy"}},
 	"harness/docker":                   {may: []string{"faults", "reference", "scenarios", "harness/internal/sut", "internal/dockerenv", "internal/proxy"}},
 	"report":                           {may: []string{"checkers", "harness", "history"}},
-	"cmd/idemchaos":                    {may: []string{"checkers", "harness", "harness/docker", "harness/oracle/mysql", "harness/oracle/sqlite", "history", "reference", "report", "scenarios", "cmd/idemchaos/internal/...", "internal/dockerenv", "internal/netaddr", "internal/addrgate"}},
+	"cmd/idemchaos":                    {may: []string{"checkers", "harness", "harness/docker", "harness/oracle/mysql", "harness/oracle/sqlite", "harness/broker/nats", "history", "reference", "report", "scenarios", "cmd/idemchaos/internal/...", "internal/dockerenv", "internal/netaddr", "internal/addrgate"}},
 	"internal/env":                     {may: append([]string{"internal/netaddr", "internal/addrgate"}, infra...)},
 	"internal/dockerenv":               {may: []string{"internal/pgcluster", "internal/proxy", "internal/runenv", "internal/netaddr", "internal/addrgate"}},
 	"internal/pgcluster":               {may: []string{"internal/runenv", "internal/netaddr"}},
@@ -74,7 +76,7 @@ var rules = map[string]rule{
 		"internal/histgen", "cmd/idemchaos/internal/partcheck", "internal/refbench", "internal/mariadb", "examples/foreign"}, infra...)},
 	// A sample service uses only what a user of the module could: the
 	// public packages, never internal ones.
-	"examples/...": {may: []string{"examples/...", "harness", "harness/pgtest", "harness/mariadbtest", "harness/oracle/mysql", "harness/oracle/sqlite", "checkers", "scenarios", "history"}},
+	"examples/...": {may: []string{"examples/...", "harness", "harness/pgtest", "harness/mariadbtest", "harness/oracle/mysql", "harness/oracle/sqlite", "harness/broker", "harness/broker/nats", "checkers", "scenarios", "history"}},
 }
 
 // stdlib says whether an import path is the standard library's: its first

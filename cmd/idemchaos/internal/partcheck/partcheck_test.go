@@ -167,12 +167,30 @@ func goldens(t *testing.T) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, m...)
+		for _, f := range m {
+			// A client run's history is checked in memory: a split by key
+			// would cut a re-keying client's intent apart, and the client
+			// invariants compare intents (keys, backoff, budgets) across
+			// partitions. `check` refuses to partition one.
+			if !clientRun(t, f) {
+				files = append(files, f)
+			}
+		}
 	}
 	if len(files) < 50 {
 		t.Fatalf("found %d golden histories, expected the whole set", len(files))
 	}
 	return files
+}
+
+// clientRun says the history's first line is a client run's meta event.
+func clientRun(t *testing.T, name string) bool {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := bytes.Cut(b, []byte("\n"))
+	return bytes.Contains(first, []byte(`"mode":"client"`))
 }
 
 func TestGoldenHistoriesSameAsInMemory(t *testing.T) {

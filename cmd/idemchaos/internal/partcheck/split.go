@@ -443,6 +443,8 @@ func parseFact(p *fastjson.Parser, f *fact) {
 		if in := v.GetStringBytes("intent"); len(in) > 0 {
 			f.intent, f.named = maphash.Bytes(splitSeed, in), true
 		}
+	case history.TypeAck:
+		f.key = routeHash(v.GetStringBytes("key"))
 	case history.TypeInterrupted:
 		f.errorMsg = string(v.GetStringBytes("error"))
 	case history.TypeFault:
@@ -458,7 +460,7 @@ func (sp *splitter) part(h uint64) int32 { return int32(h % uint64(sp.n)) }
 func (sp *splitter) route(f *fact) error {
 	line, raw := f.line, f.raw
 	switch f.typ {
-	case history.TypeInvoke, history.TypeOK, history.TypeInfo, history.TypeFail, history.TypeEffect, history.TypeMeta, history.TypeFault, history.TypeInterrupted,
+	case history.TypeInvoke, history.TypeOK, history.TypeInfo, history.TypeFail, history.TypeEffect, history.TypeAck, history.TypeMeta, history.TypeFault, history.TypeInterrupted,
 		history.TypeStep, history.TypeBudget, history.TypeEnvironment, history.TypeOracle, history.TypeSettled: // the last five, like an unknown type, go to every key partition
 		sp.s.Events++
 		sp.s.End = max(sp.s.End, f.ns)
@@ -529,6 +531,10 @@ func (sp *splitter) route(f *fact) error {
 			}
 		}
 		return sp.keys[p].write(line, raw)
+	case history.TypeAck:
+		// By its key, with the message's publishes and the effects that
+		// name its key: no-lost-message looks for its effect there.
+		return sp.keys[sp.part(f.key)].write(line, raw)
 	case history.TypeInterrupted:
 		sp.s.Interrupted = f.errorMsg
 		if sp.s.Interrupted == "" {
