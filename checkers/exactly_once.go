@@ -64,14 +64,10 @@ func (c exactlyOnce) check(ix *index) Part {
 		r.Violations = append(r.Violations, c.judgeGroup(h, effects, at, g, unread, bodies, &r.twins)...)
 	}
 	r.t.orphans, r.t.unread = at.orphans, unread
-	r = settleExactlyOnce(r, h)
 	if p := c.cfg.profile(); p.Refuse != 0 {
-		if n := unlearned(h, at, p); n > 0 {
-			note := fmt.Sprintf("%d %s but %s lost, and the service refuses every repeat (%d): the client never learns its order", n, plural(n, "intent executed", "intents executed"), plural(n, "its answer was", "their answers were"), p.Refuse)
-			r.Reason = strings.Join(slices.DeleteFunc([]string{r.Reason, note}, func(s string) bool { return s == "" }), "; ")
-		}
+		r.t.unlearned, r.t.refuse = unlearned(h, at, p), p.Refuse
 	}
-	return r
+	return settleExactlyOnce(r, h)
 }
 
 // unlearned counts the units of a service that refuses every repeat
@@ -103,6 +99,11 @@ func settleExactlyOnce(r Part, h *history.History) Part {
 	var notes []string
 	if n := r.t.orphans; n > 0 {
 		notes = append(notes, fmt.Sprintf("%s matched no attempt in the history and %s not judged", countOf(n, ""), plural(n, "was", "were")))
+	}
+	if n := r.t.unlearned; n > 0 {
+		// The lost-answer cost of a contract that refuses every repeat.
+		notes = append(notes, fmt.Sprintf("%d %s but %s lost, and the service refuses every repeat (%d): the client never learns its order",
+			n, plural(n, "intent executed", "intents executed"), plural(n, "its answer was", "their answers were"), r.t.refuse))
 	}
 	unknown := ""
 	if r.t.unread {
