@@ -7,8 +7,9 @@
 # foreign corpus's SQLite service is a Python program), Chromium (the HTML
 # report's browser test opens a report in it), and strace, ip and unshare
 # (the address gate's test counts connect() and bind() calls in a network
-# namespace with only loopback) — then runs go test ./... with any
-# arguments given (./test.sh -run Foo ./checkers/).
+# namespace with only loopback) — then runs go test with any arguments
+# given (./test.sh -run Foo ./checkers/), or, given none, go test ./...
+# and then every fuzz target for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -56,9 +57,27 @@ if [ ${#packages[@]} -gt 0 ]; then
 fi
 
 go version
-if [ $# -eq 0 ]; then
-  # The docker environment's suite takes minutes on a busy machine: go
-  # test's default 10-minute limit per package would kill it, not judge it.
-  set -- -timeout 30m ./...
+if [ $# -gt 0 ]; then
+  exec go test "$@"
 fi
-exec go test "$@"
+# The docker environment's suite takes minutes on a busy machine: go
+# test's default 10-minute limit per package would kill it, not judge it.
+go test -timeout 30m ./...
+
+# Then the fuzz targets of the inputs a user hands the harness (scenario
+# YAML, plan files, shard and partition reports, histories) for a fixed
+# time each: 5 targets × 5 s, each after building its instrumented test
+# binary (~15 s on an idle 2-core machine), so about two minutes in all.
+# The other fuzz targets' seed corpora run in go test above. A finding
+# fails the run and leaves its input under the package's testdata/fuzz.
+fuzz_time=${IDEMCHAOS_FUZZTIME:-5s}
+for target in \
+  "FuzzParse ./scenarios" \
+  "FuzzReadPlan ./harness" \
+  "FuzzMerge ./cmd/idemchaos/internal/shard" \
+  "FuzzMergePartials ./cmd/idemchaos/internal/partcheck" \
+  "FuzzReader ./history"; do
+  set -- $target
+  echo "test.sh: fuzzing $1 in $2 for $fuzz_time"
+  go test -run '^$' -fuzz "^$1\$" -fuzztime "$fuzz_time" "$2"
+done

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -23,9 +25,9 @@ import (
 // to be ignored, or to take the place of another.
 func ReadPlanFor(path string, s *scenarios.Scenario, step int) (Plan, error) {
 	var p Plan
-	b, err := os.ReadFile(path)
+	b, err := readPlanFile(path)
 	if err != nil {
-		return p, fmt.Errorf("read plan: %w", err)
+		return p, err
 	}
 	b = bytes.TrimPrefix(b, []byte("\ufeff"))
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -37,9 +39,111 @@ func ReadPlanFor(path string, s *scenarios.Scenario, step int) (Plan, error) {
 		return p, fmt.Errorf("%s%s: not a plan: more than one JSON value", path, jsonPos(b, &json.SyntaxError{Offset: dec.InputOffset()}))
 	}
 	if err := checkPlan(p, s, step); err != nil {
+		var at *planError
+		if errors.As(err, &at) {
+			return p, fmt.Errorf("%s%s: %w", path, elementPos(b, at.list, at.index), err)
+		}
 		return p, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil
+}
+
+// Bounds on a plan file, documented with the scenario limits
+// (docs/scenarios.md): a plan is what a step of a valid scenario draws,
+// so it holds no more than such a step can.
+const (
+	// maxPlanBytes bounds the file: a million intents are about 300 MB of
+	// indented JSON; past it the file is not a saved plan.
+	maxPlanBytes = 512 << 20
+	// maxPlanClicks is double-click's largest copies.
+	maxPlanClicks = 100
+	// maxPlanAttempt is the largest retry.max_attempts: an aimed fault at
+	// a later attempt can never fire.
+	maxPlanAttempt = 1000
+	// maxPlanTime bounds At, Spread and For: a plan that waits a year
+	// before its first intent is a hang, not a replay.
+	maxPlanTime = time.Hour
+)
+
+// planMethods are the methods a scenario's endpoint may have: a plan sends
+// writes only (a GET or CONNECT is no idempotent write, and CONNECT would
+// turn the service proxy into a tunnel).
+var planMethods = []string{"POST", "PUT", "PATCH", "DELETE"}
+
+// readPlanFile reads a plan file, refusing one past maxPlanBytes after
+// reading one byte more (/dev/zero costs no more than the bound).
+func readPlanFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPlanBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	if len(b) > maxPlanBytes {
+		return nil, fmt.Errorf("%s:1:1: not a plan: larger than %d MiB", path, maxPlanBytes>>20)
+	}
+	return b, nil
+}
+
+// planError is a problem of one element of the plan's Intents or Timed
+// list: the reader turns it into the element's line and column.
+type planError struct {
+	list  string // "Intents" or "Timed"
+	index int
+	err   error
+}
+
+func (e *planError) Error() string { return e.err.Error() }
+func (e *planError) Unwrap() error { return e.err }
+
+// elementPos is ":line:col" of element index of the top-level list named
+// list in the JSON b, or "" (b has already decoded as a plan).
+func elementPos(b []byte, list string, index int) string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if key != list {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return ""
+			}
+			continue
+		}
+		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+			return ""
+		}
+		for i := 0; dec.More(); i++ {
+			var el json.RawMessage
+			if dec.Decode(&el) != nil {
+				return ""
+			}
+			if i == index {
+				end := int(dec.InputOffset())
+				return offsetPos(b, end-len(el))
+			}
+		}
+		return ""
+	}
+	return ""
+}
+
+// offsetPos is ":line:col" of the byte at offset off (0-based) in b.
+func offsetPos(b []byte, off int) string {
+	if off < 0 || off >= len(b) {
+		return ""
+	}
+	line := 1 + bytes.Count(b[:off], []byte("\n"))
+	col := off - bytes.LastIndexByte(b[:off], '\n')
+	return ":" + strconv.Itoa(line) + ":" + strconv.Itoa(max(col, 1))
 }
 
 // checkPlan checks a plan against the faults of step i of s.
@@ -70,22 +174,36 @@ func checkPlan(p Plan, s *scenarios.Scenario, i int) error {
 	if len(p.Intents) == 0 && len(p.Timed) == 0 && p.Note == "" {
 		return errors.New("the plan is empty: no Intents, no Timed faults")
 	}
+	if len(p.Intents) > scenarios.MaxPlannedRequests {
+		return fmt.Errorf("%d intents: a step plans at most %d requests", len(p.Intents), scenarios.MaxPlannedRequests)
+	}
 	ids := map[string]bool{}
+	requests := 0
 	for n, in := range p.Intents {
-		at := fmt.Sprintf("Intents[%d] (%s)", n, in.ID)
+		at := fmt.Sprintf("Intents[%d] (%s)", n, clipText(in.ID))
+		bad := func(format string, args ...any) error {
+			return &planError{"Intents", n, fmt.Errorf(format, args...)}
+		}
 		switch {
 		case in.ID == "":
-			return fmt.Errorf("Intents[%d]: no ID", n)
+			return bad("Intents[%d]: no ID", n)
 		case ids[in.ID] && in.Faults != nil:
-			return fmt.Errorf("%s: a second intent with this ID aims faults", at)
-		case in.Method == "" || strings.ContainsAny(in.Method, " \t\r\n"):
-			return fmt.Errorf("%s: Method %q is not an HTTP method", at, in.Method)
+			return bad("%s: a second intent with this ID aims faults", at)
+		case !slices.Contains(planMethods, in.Method):
+			return bad("%s: Method %q: a plan sends %s only", at, clipText(in.Method), strings.Join(planMethods, ", "))
 		case in.Clicks < 0 || in.Spread < 0 || in.At < 0:
-			return fmt.Errorf("%s: Clicks, Spread and At cannot be negative", at)
+			return bad("%s: Clicks, Spread and At cannot be negative", at)
+		case in.Clicks > maxPlanClicks:
+			return bad("%s: Clicks %d: at most %d (double-click's most copies)", at, in.Clicks, maxPlanClicks)
+		case in.At > maxPlanTime || in.Spread > maxPlanTime:
+			return bad("%s: At and Spread are at most %s", at, maxPlanTime)
+		}
+		if requests += max(in.Clicks, 1); requests > scenarios.MaxPlannedRequests {
+			return bad("%s: the plan's intents and their clicks are more than the %d requests a step plans", at, scenarios.MaxPlannedRequests)
 		}
 		ids[in.ID] = true
 		if _, err := url.Parse("http://h" + in.Path); err != nil || !strings.HasPrefix(in.Path, "/") {
-			return fmt.Errorf("%s: Path %q is not a request path", at, clipText(in.Path))
+			return bad("%s: Path %q is not a request path", at, clipText(in.Path))
 		}
 		attempts := make([]int, 0, len(in.Faults))
 		for a := range in.Faults {
@@ -94,21 +212,21 @@ func checkPlan(p Plan, s *scenarios.Scenario, i int) error {
 		slices.Sort(attempts)
 		for _, a := range attempts {
 			id := in.Faults[a]
-			if a < 1 {
-				return fmt.Errorf("%s: Faults[%d]: attempts count from 1", at, a)
+			if a < 1 || a > maxPlanAttempt {
+				return bad("%s: Faults[%d]: attempts count from 1 to %d", at, a, maxPlanAttempt)
 			}
 			if !slices.Contains(aimed, id) {
-				return fmt.Errorf("%s: Faults[%d]: %q is not an aimed fault of %s (expected %s)", at, a, clipText(id), where, expected(aimed))
+				return bad("%s: Faults[%d]: %q is not an aimed fault of %s (expected %s)", at, a, clipText(id), where, expected(aimed))
 			}
 		}
 	}
 	for n, tf := range p.Timed {
 		id := faultID(tf.Kind, tf.Fault)
 		if !slices.Contains(timed, id) {
-			return fmt.Errorf("Timed[%d]: %q is not a timed fault of %s (expected %s)", n, clipText(id), where, expected(timed))
+			return &planError{"Timed", n, fmt.Errorf("Timed[%d]: %q is not a timed fault of %s (expected %s)", n, clipText(id), where, expected(timed))}
 		}
-		if tf.At < 0 || tf.For < 0 {
-			return fmt.Errorf("Timed[%d]: At and For cannot be negative", n)
+		if tf.At < 0 || tf.For < 0 || tf.At > maxPlanTime || tf.For > maxPlanTime {
+			return &planError{"Timed", n, fmt.Errorf("Timed[%d]: At and For are 0 to %s", n, maxPlanTime)}
 		}
 	}
 	return nil

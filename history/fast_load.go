@@ -841,6 +841,9 @@ func loadSerial(rd *Reader, h *History, l *loader, z *sizer) (*History, error) {
 		}
 		z.line(len(raw)+1, l)
 		if rd.sawMeta {
+			if err := strictFast(raw, complete, rd.Line()); err != nil {
+				return nil, err
+			}
 			handled, err := l.fast(raw)
 			if err != nil {
 				return nil, &LineError{Line: rd.Line(), Msg: err.Error()}

@@ -104,6 +104,10 @@ func FuzzLoad_DirectPathMatchesEvents(f *testing.F) {
 	f.Add([]byte(meta + ` {"type" : "invoke" ,"op":1,"op":2,"ns":-0,"x":[1,{"a":[]},"s",true,null,-1.5e+3],"req":{"body":"\ud83d\ude00 \u00e9\/\b\f\r\t\"","body":"dup"}}` + "\r\n"))
 	f.Add([]byte(meta + `{"type":"ok","op":1,"ns":2,"resp":{"status":200,"headers":{"Location":"\u002Fx","location":"y"},"body":null,"body_b64":"AA=="}}` + "\n" + `{"type":"ok","op":1,"ns":01,"resp":{"status":200}}`))
 	f.Add([]byte(meta + `{"type":"effect","effect":"order\u0020 1","kind":"\ud800","ns":3}` + "\n" + `{"type":"eff\u0065ct","effect":"x"}` + "\n" + `{"type":"info","op":1,"ns":1e3}`))
+	// The ambiguous lines both decoders refuse (strict.go).
+	f.Add([]byte(meta + `{"type":"invoke","op":1,"ns":1}` + "\n" + `{"type":"ok","op":1,"\u006fp":2,"ns":2,"resp":{"status":201,"status":500}}` + "\n"))
+	f.Add([]byte(meta + "{\"type\":\"invoke\",\"op\":1,\"ns\":1,\"key\":\"a\x01\xff\"}\n"))
+	f.Add([]byte(meta + `{"type":"invoke","op":-01,"ns":1}` + "\n"))
 	f.Add([]byte(meta + `{"type":"invoke","op":1,"ns":1,"listener":"l"}` + "\n" + `{"type":"ok","op":1,"ns":2,"by":"proxy","forwarded":true,"retry_after_ms":5,"resp":{"status":503}}` + "\n" + `{"type":"belief","intent":"i","belief":"unknown","exit":75}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		assertSameLoad(t, data, nil)
@@ -150,4 +154,50 @@ func TestLoad_ParallelMatchesSerial(t *testing.T) {
 			t.Fatalf("workers %d, blocks of %d: want the read error, got %v", c.workers, c.block, err)
 		}
 	}
+}
+
+// One rule for both decoders (issue #22): what the format promises stays
+// lenient (unknown fields, any field order); what two readers could read
+// two ways is refused at its line by the fast loader, the parallel one and
+// the reference reader alike. On main the fast path and the reference
+// reader took different values of a duplicated key, and all of them
+// accepted "op":01, raw control bytes and invalid UTF-8 in strings.
+func TestLoad_AmbiguousLinesRefusedByBoth(t *testing.T) {
+	t.Parallel()
+	inv := `{"type":"invoke","op":1,"ns":1,"key":"k","req":{"method":"POST","path":"/o","body":"{}"}}` + "\n"
+	for name, c := range map[string]struct{ line, want string }{
+		"duplicated op":        {`{"type":"ok","op":1,"op":2,"ns":2,"resp":{"status":201}}`, `line 3: the key "op" twice in one object`},
+		"duplicated, escaped":  {`{"type":"ok","op":1,"\u006fp":2,"ns":2,"resp":{"status":201}}`, `line 3: the key "op" twice`},
+		"duplicated status":    {`{"type":"ok","op":1,"ns":2,"resp":{"status":201,"status":500}}`, `the key "status" twice`},
+		"duplicated type":      {`{"type":"ok","op":1,"type":"info","ns":2,"resp":{"status":201}}`, `the key "type" twice`},
+		"leading zero":         {`{"type":"ok","op":01,"ns":2,"resp":{"status":201}}`, "line 3: the number 01 with a leading zero"},
+		"negative leading 0":   {`{"type":"ok","op":1,"ns":-02,"resp":{"status":201}}`, "the number -02 with a leading zero"},
+		"raw control byte":     {"{\"type\":\"ok\",\"op\":1,\"ns\":2,\"resp\":{\"status\":201,\"body\":\"a\x01b\"}}", "line 3: a raw control byte (0x01) inside a string"},
+		"raw tab in a string":  {"{\"type\":\"ok\",\"op\":1,\"ns\":2,\"resp\":{\"status\":201,\"body\":\"a\tb\"}}", "a raw control byte (0x09)"},
+		"invalid UTF-8":        {"{\"type\":\"ok\",\"op\":1,\"ns\":2,\"resp\":{\"status\":201,\"body\":\"a\xffb\"}}", "line 3: bytes that are not UTF-8 inside a string"},
+		"invalid UTF-8 in key": {"{\"type\":\"ok\",\"op\":1,\"ns\":2,\"x\xc3\":1,\"resp\":{\"status\":201}}", "bytes that are not UTF-8"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			data := []byte(meta + inv + c.line + "\n")
+			_, werr := history.LoadByEvents(bytes.NewReader(data), nil)
+			if werr == nil || !strings.Contains(werr.Error(), c.want) || !errors.Is(werr, history.ErrAmbiguous) {
+				t.Fatalf("reference reader: %v, want %q", werr, c.want)
+			}
+			assertSameLoad(t, data, nil)
+		})
+	}
+	// Lenient where the README promises: unknown fields anywhere, any
+	// order, the same key in two objects, 0 and -0 and 0.5, escapes.
+	ok := meta + `{"ns":1,"req":{"body":"{}","path":"/o","method":"POST","x":{"op":3}},"key":"k","op":1,"type":"invoke","future":[0,-0,0.5,1e3]}` + "\n" +
+		`{"resp":{"status":201,"headers":{"X-A":"\u0001 \t"}},"op":1,"type":"ok","ns":2,"extra":{"type":"x"}}` + "\n"
+	for _, load := range []func() (*history.History, error){
+		func() (*history.History, error) { return history.LoadByEvents(strings.NewReader(ok), nil) },
+		func() (*history.History, error) { return history.Load(strings.NewReader(ok), history.LoadOptions{}) },
+	} {
+		if h, err := load(); err != nil || len(h.Attempts) != 1 {
+			t.Fatalf("lenient history refused: %v", err)
+		}
+	}
+	assertSameLoad(t, []byte(ok), nil)
 }

@@ -102,8 +102,17 @@ func parseLine(p *fastjson.Parser, raw []byte, complete bool, line int) (*fastjs
 		}
 		return nil, &LineError{Line: line, Msg: "not valid JSON: " + clip(perr.Error(), maxParseMsg), Err: perr}
 	}
+	if msg := strictLine(raw); msg != "" {
+		return nil, &LineError{Line: line, Msg: msg, Err: ErrAmbiguous}
+	}
 	return v, nil
 }
+
+// ErrAmbiguous is wrapped by the [*LineError] of a line both decoders
+// refuse though it parses: a duplicated key, a number with a leading
+// zero, a raw control byte or bytes not UTF-8 inside a string (see
+// strict.go). Two readers could read two events from it.
+var ErrAmbiguous = errors.New("ambiguous JSON")
 
 var utf8BOM = []byte("\ufeff")
 

@@ -39,6 +39,14 @@ func (w *Writer) Write(e *Event) error {
 	bp := encBufs.Get().(*[]byte)
 	b := append(AppendEvent((*bp)[:0], e), '\n')
 	w.mu.Lock()
+	if w.err == nil && len(b) > MaxLineBytes {
+		// A line the reader refuses would make the whole file unreadable:
+		// the writer stops here instead, and says so (the harness's own
+		// bounds on bodies and headers keep its lines far below). What was
+		// written before goes out.
+		_ = w.w.Flush()
+		w.err = fmt.Errorf("write history: a %s event of %d bytes is longer than a history line may be (%d)", e.Type, len(b), MaxLineBytes)
+	}
 	if w.err == nil {
 		if _, err := w.w.Write(b); err != nil {
 			w.err = fmt.Errorf("write history: %w", err)

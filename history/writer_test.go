@@ -188,3 +188,24 @@ func TestWriter_ConcurrentWritesStayWhole(t *testing.T) {
 		t.Fatalf("read %d events, wrote %d", len(seen), writers*each)
 	}
 }
+
+// The writer never writes a line the reader would refuse (issue #22): an
+// event past MaxLineBytes stops the writer with an error, and the file
+// holds only readable lines.
+func TestWriter_NeverWritesALineTooLong(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	w := history.NewWriter(&buf)
+	ok := &history.Event{Type: history.TypeInvoke, Op: 1, Tenant: "t1", Key: "k"}
+	if err := w.Write(ok); err != nil {
+		t.Fatal(err)
+	}
+	big := &history.Event{Type: history.TypeOK, Op: 1, Resp: &history.Response{Status: 201, Body: bytes.Repeat([]byte{0}, history.MaxLineBytes/6+1)}}
+	if err := w.Write(big); err == nil || !strings.Contains(err.Error(), "longer than a history line may be") {
+		t.Fatalf("Write of a %d-byte body escaped six times: %v", len(big.Resp.Body), err)
+	}
+	_ = w.Flush()
+	if n := bytes.Count(buf.Bytes(), []byte("\n")); n != 1 {
+		t.Fatalf("%d lines written, want the one that fits", n)
+	}
+}

@@ -54,7 +54,9 @@ func (s *server) paymentCallback(w http.ResponseWriter, r *http.Request, rc *req
 		return
 	}
 	var cb callbackBody
-	if err != nil || json.Unmarshal(raw, &cb) != nil || cb.ProviderTx == "" || len(cb.ProviderTx) > 255 ||
+	// plainText: a provider_tx with \u0000 cannot be stored (a 500 on
+	// every redelivery), and lone surrogates would make two ids one.
+	if err != nil || plainText(raw) != nil || json.Unmarshal(raw, &cb) != nil || cb.ProviderTx == "" || len(cb.ProviderTx) > 255 ||
 		cb.OrderID == "" || len(cb.OrderID) > 64 || (cb.Status != "paid" && cb.Status != "fulfilled") || cb.Amount < 0 {
 		rc.writeError(w, http.StatusBadRequest, outcomeRejected, "invalid_callback",
 			`body must be {"provider_tx","order_id","status":"paid|fulfilled","amount"}`)

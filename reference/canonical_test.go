@@ -3,6 +3,7 @@ package reference
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"maps"
 	"math/rand/v2"
 	"net/textproto"
@@ -150,5 +151,38 @@ func TestHeaderNames_Canonical(t *testing.T) {
 		if c := textproto.CanonicalMIMEHeaderKey(h); c != h {
 			t.Errorf("%q is %q in canonical form", h, c)
 		}
+	}
+}
+
+// A body Postgres cannot store (\u0000: a 500 on every retry), or that
+// decodes to the text of another (a lone surrogate escape, bytes not
+// UTF-8: all U+FFFD, so one payload replayed another's answer), is
+// refused as invalid (400) before any write (issue #22). A surrogate pair
+// and a literal U+FFFD stay accepted, apart.
+func TestCanonicalGeneral_TextRefused(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		`{"sku":"a\u0000b","qty":1,"amount":1}`,
+		`{"sku":"a","qty":1,"amount":1,"note":"\u0000"}`,
+		`{"sku":"\ud800","qty":1,"amount":1}`,
+		`{"sku":"\ud801","qty":1,"amount":1}`,
+		`{"sku":"\udc00x","qty":1,"amount":1}`,
+		`{"sku":"\ud800\u0041","qty":1,"amount":1}`,
+		"{\"sku\":\"a\xffb\",\"qty\":1,\"amount\":1}",
+	} {
+		if _, _, err := canonicalOrder([]byte(raw)); !errors.Is(err, errBodyText) {
+			t.Errorf("%q: %v, want errBodyText", raw, err)
+		}
+	}
+	pair, _, err := canonicalOrder([]byte(`{"sku":"\ud83d\ude00","qty":1,"amount":1}`))
+	if err != nil {
+		t.Fatalf("surrogate pair: %v", err)
+	}
+	fffd, _, err := canonicalOrder([]byte(`{"sku":"\ufffd","qty":1,"amount":1}`))
+	if err != nil || bytes.Equal(pair, fffd) {
+		t.Fatalf("U+FFFD: %v, canonical %s and %s", err, pair, fffd)
+	}
+	if _, _, err := canonicalOrder([]byte(`{"sku":"a\\u0000","qty":1,"amount":1}`)); err != nil {
+		t.Errorf("an escaped backslash before u0000 is text: %v", err)
 	}
 }

@@ -35,6 +35,10 @@ var (
 	// errBodyNotObject and errBodyFields: an invalid order body (400).
 	errBodyNotObject = errors.New("body must be a JSON object with sku, qty and amount")
 	errBodyFields    = errors.New("sku must be 1-64 bytes, qty 1-1000, amount 1-1000000000")
+	// errBodyText: a body whose strings Postgres cannot store (\u0000)
+	// or that decode to text another body decodes to as well (a lone
+	// surrogate escape, bytes not UTF-8: both become U+FFFD) (400).
+	errBodyText = errors.New("body strings must be UTF-8 text without \\u0000 or lone surrogate escapes")
 	// errUnknownFailpoint: no failpoint has that name (404).
 	errUnknownFailpoint = errors.New("unknown failpoint")
 )

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // orderBody is the POST /v1/orders request body. Unknown fields are
@@ -168,6 +169,9 @@ func canonicalOrder(raw []byte) ([]byte, orderBody, error) {
 // canonicalGeneral is canonicalOrder for any body: decode into a map, check
 // the fields, re-encode.
 func canonicalGeneral(raw []byte) ([]byte, orderBody, error) {
+	if err := plainText(raw); err != nil {
+		return nil, orderBody{}, err
+	}
 	var generic map[string]any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -190,6 +194,66 @@ func canonicalGeneral(raw []byte) ([]byte, orderBody, error) {
 		return nil, orderBody{}, errBodyNotObject
 	}
 	return canon, body, nil
+}
+
+// plainText refuses a body encoding/json would decode into text it cannot
+// keep apart, or Postgres cannot store: bytes that are not UTF-8 and lone
+// surrogate escapes (\ud800) both decode to U+FFFD, so two different
+// payloads would share a fingerprint and one would replay the other's
+// answer; \u0000 decodes to a NUL that a text column refuses, a 500 on
+// every retry. Refused before any write, the same on every retry.
+func plainText(raw []byte) error {
+	if !utf8.Valid(raw) {
+		return errBodyText
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' || i+1 >= len(raw) {
+			continue
+		}
+		i++
+		if raw[i] != 'u' {
+			continue // \\, \", \n ...: one byte escaped
+		}
+		r, ok := hex4(raw, i+1)
+		switch {
+		case !ok:
+			continue // not an escape the decoder takes: it says so
+		case r == 0:
+			return errBodyText
+		case r >= 0xdc00 && r <= 0xdfff:
+			return errBodyText // a low surrogate with no high one before it
+		case r >= 0xd800 && r <= 0xdbff:
+			lo, ok := hex4(raw, i+7)
+			if i+6 >= len(raw) || raw[i+5] != '\\' || raw[i+6] != 'u' || !ok || lo < 0xdc00 || lo > 0xdfff {
+				return errBodyText
+			}
+			i += 10
+			continue
+		}
+		i += 4
+	}
+	return nil
+}
+
+// hex4 reads the four hex digits at raw[at:].
+func hex4(raw []byte, at int) (rune, bool) {
+	if at+4 > len(raw) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range raw[at : at+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // jsonInt reads a whole JSON number.

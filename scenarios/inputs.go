@@ -84,6 +84,7 @@ func (t *tree) checkBudget(p, base string) {
 		return def, ""
 	}
 	intents, ip := pick("intents", 20)
+	t.checkClicks(p, intents, ip)
 	budget, bp := pick("max_requests", 2000)
 	if intents <= budget || (!strings.HasPrefix(ip, p+"/") && !strings.HasPrefix(bp, p+"/")) {
 		return
@@ -94,6 +95,55 @@ func (t *tree) checkBudget(p, base string) {
 	}
 	t.errorf(t.posOf(at), "%s: %d intents cannot fit in max_requests %d (each sends at least one request); raise max_requests or lower intents",
 		t.where(p), intents, budget)
+}
+
+// MaxPlannedRequests bounds the requests one step's plan may hold before
+// retries: its intents times the copies of its double-click faults. The
+// plan is drawn in memory (a million requests take about 270 MB); past the
+// bound "copies: 100" over a million intents grew a run to 15 GB.
+const MaxPlannedRequests = 1_000_000
+
+// checkClicks checks the traffic at p (a step's or the scenario's), whose
+// intents count is set at ip, against [MaxPlannedRequests] with the copies
+// of the double clicks its step sends: the step's own faults, or the
+// scenario's when the step lists none.
+func (t *tree) checkClicks(p string, intents int64, ip string) {
+	faults := "/faults"
+	if step := strings.TrimSuffix(p, "/traffic"); step != "" {
+		switch {
+		case t.has(step + "/faults"):
+			faults = step + "/faults"
+		case !strings.HasPrefix(ip, p+"/"):
+			return // the scenario's own check says it, once
+		}
+	}
+	list, _ := t.get(faults)
+	fs, _ := list.([]any)
+	for i, f := range fs {
+		m, _ := f.(map[string]any)
+		if m["kind"] != "double-click" {
+			continue
+		}
+		copies := int64(2)
+		if params, ok := m["params"].(map[string]any); ok {
+			if n, ok := asInt(params["copies"]); ok && n > 0 {
+				copies = n
+			}
+		}
+		if intents*copies <= MaxPlannedRequests {
+			continue
+		}
+		at := ip
+		if at == "" || !strings.HasPrefix(at, p+"/") {
+			at = fmt.Sprintf("%s/%d/params/copies", faults, i)
+			if !t.has(at) {
+				at = fmt.Sprintf("%s/%d", faults, i)
+			}
+		}
+		t.errorf(t.posOf(at), "%s: %d intents × %d double-click copies is %d planned requests, more than the %d a step may plan; lower intents or copies",
+			t.where(p), intents, copies, intents*copies, MaxPlannedRequests)
+		return
+	}
 }
 
 // controlChar finds the first control character (C0, DEL, C1) in s, or

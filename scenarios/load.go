@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -18,7 +17,11 @@ import (
 // file gives an [*Errors] listing every problem as "file:line:col: message";
 // an unreadable one gives the os error.
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
+	var errs *Errors
+	if errors.As(err, &errs) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load scenario: %w", err)
 	}
@@ -95,6 +98,10 @@ func (t *tree) parse(data []byte) (ast.Node, bool) {
 	// Some Windows editors start UTF-8 files with a byte order mark; YAML
 	// allows it, goccy/go-yaml would read it as part of the first key.
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	if p, msg, ok := prescan(data); !ok {
+		t.errorf(p, "%s", msg)
+		return nil, false
+	}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		t.syntaxError(err)

@@ -361,6 +361,21 @@ func (t *tree) checkTraffic(p, base string) {
 		}
 		t.errorf(t.posOf(at), "%s: retry.base (%s) is longer than retry.max (%s)", t.where(p), fmtDur(b), fmtDur(m))
 	}
+	for _, k := range []struct {
+		key string
+		def time.Duration
+	}{{"timeout", 2 * time.Second}, {"deadline", 30 * time.Second}} {
+		// Elsewhere 0 means the default; for a time limit it reads as
+		// "none" or "at once", and a run silently given the default 2s
+		// is not what was written.
+		if kp := p + "/" + k.key; t.has(kp) {
+			if s, ok := t.str(kp); ok {
+				if d, err := time.ParseDuration(s); err == nil && d == 0 {
+					t.errorf(t.posOf(kp), "%s.%s: %s is no time limit: write one above 0, or leave the key out for the default %s", t.where(p), k.key, s, fmtDur(k.def))
+				}
+			}
+		}
+	}
 	to, tp := pick("timeout", 2*time.Second)
 	dl, dp := pick("deadline", 30*time.Second)
 	if to > dl && (strings.HasPrefix(tp, p) || strings.HasPrefix(dp, p)) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -130,7 +131,36 @@ dirs removed, the partial history kept).`,
 	for _, c := range m.extraCmds() {
 		root.AddCommand(c)
 	}
+	root.InitDefaultCompletionCmd()
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands gives every command that only groups others
+// (reference, images, completion) a run of its own: without it cobra
+// answers "idemchaos reference bogus" with the help text and exit 0, as
+// if the typo had done something. Bare, such a command still prints its
+// help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !c.HasParent() || !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		var names []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		return usageError(fmt.Errorf("unknown command %q for %q (want one of: %s)", args[0], c.CommandPath(), strings.Join(names, ", ")))
+	}
 }
 
 // env returns the IDEMCHAOS_<name> variable, or def.

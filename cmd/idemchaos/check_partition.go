@@ -15,6 +15,7 @@ import (
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/leftover"
 	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/partcheck"
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/shard"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/report"
 )
@@ -33,6 +34,13 @@ const partitionBytes = 32 << 20
 // open files (lines and their numbers, by key and by body).
 const maxAutoPartitions = 512
 
+// maxPartitions bounds --partitions and the N of --partition I/N: a
+// split keeps up to four open files per partition (1024 is 4096 of them,
+// within a usual descriptor limit), and a hundred machines each checking
+// a tenth of a terabyte is far below it. Past it the count is a typo:
+// 1/99999999999 asked for an 800 GB table and died out of memory.
+const maxPartitions = 1024
+
 // partitioned says how to check the named file: n partitions (0: in
 // memory) and which one alone (-1: all).
 func (f checkFlags) partitioned(name string) (n, only int, err error) {
@@ -44,14 +52,17 @@ func (f checkFlags) partitioned(name string) (n, only int, err error) {
 		if !ok || aerr != nil || berr != nil || b < 1 || a < 0 || a >= b {
 			return 0, 0, fmt.Errorf("--partition %q: want I/N with 0 <= I < N, e.g. 0/4", f.partition)
 		}
+		if b > maxPartitions {
+			return 0, 0, fmt.Errorf("--partition %q: %d partitions, want at most %d", f.partition, b, maxPartitions)
+		}
 		if f.partitions != 0 && f.partitions != b {
 			return 0, 0, fmt.Errorf("--partition %s and --partitions %d disagree on the count", f.partition, f.partitions)
 		}
 		return b, a, nil
 	}
 	switch {
-	case f.partitions < 0:
-		return 0, 0, fmt.Errorf("--partitions %d: want 0 (automatic), 1 (in memory) or more", f.partitions)
+	case f.partitions < 0 || f.partitions > maxPartitions:
+		return 0, 0, fmt.Errorf("--partitions %d: want 0 (automatic), 1 (in memory) or up to %d", f.partitions, maxPartitions)
 	case f.partitions == 1:
 		return 0, -1, nil
 	case f.partitions > 1:
@@ -128,6 +139,9 @@ func printShares(cmd *cobra.Command, rep report.Report, shares []*partcheck.Part
 func mergeShares(reps []shareReport, files []string) (report.Report, error) {
 	n := len(reps[0].Partitions)
 	for i, r := range reps {
+		if err := shard.CheckVerdicts(r.Report); err != nil {
+			return report.Report{}, fmt.Errorf("%s: %w", files[i], err)
+		}
 		if len(r.Partitions) != n {
 			return report.Report{}, fmt.Errorf("%s: %d histories, but %s has %d: the reports are of different checks", files[i], len(r.Partitions), files[0], n)
 		}

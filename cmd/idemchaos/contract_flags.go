@@ -85,9 +85,15 @@ func (f *contractFlags) apply(base checkers.Contract) (checkers.Contract, error)
 	}
 	if f.changed("headers") {
 		c.ReplayHeaders = trimAll(f.headers)
+		if err := headerNames("--headers", c.ReplayHeaders); err != nil {
+			return c, err
+		}
 	}
 	if f.changed("replay-ignore") {
 		c.ReplayIgnore = trimAll(f.ignore)
+		if err := headerNames("--replay-ignore", c.ReplayIgnore); err != nil {
+			return c, err
+		}
 	}
 	if f.changed("decision-bound") {
 		c.DecisionBound = f.decisionBound
@@ -96,6 +102,36 @@ func (f *contractFlags) apply(base checkers.Contract) (checkers.Contract, error)
 		c.RetentionGap = f.retentionGap
 	}
 	return c, c.Validate()
+}
+
+// headerNames refuses a list that names no header a response can carry
+// (a space, a colon, "Location: x"): compared on replay, such a name
+// matches nothing, and every replay would pass on it unseen.
+func headerNames(flag string, names []string) error {
+	for _, n := range names {
+		if !isToken(n) {
+			return fmt.Errorf("%s %q: not a header name (letters, digits and !#$%%&'*+-.^_`|~ only; separate names with commas)", flag, n)
+		}
+	}
+	return nil
+}
+
+// isToken says whether s is an HTTP token (RFC 9110 §5.6.2), the form of a
+// header name.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func trimAll(list []string) []string {

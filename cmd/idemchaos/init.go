@@ -90,26 +90,29 @@ func (m *Main) runInit(cmd *cobra.Command, f initFlags) error {
 		// Most often the binary `go build -o idemchaos` left in a checkout.
 		return usageError(fmt.Errorf("init: %s is a file, not a directory (the idemchaos binary?): pass --out DIR", f.out))
 	}
+	// What run will load must be what validate accepts: every file is
+	// checked before any is written, so a generator bug is never the
+	// user's to find, and never leaves a half-written suite behind.
+	var invalid []error
+	for _, file := range files {
+		p := filepath.Join(f.out, file.Name)
+		if _, err := scenarios.Parse(p, []byte(file.Text)); err != nil {
+			invalid = append(invalid, err)
+		}
+	}
+	if len(invalid) > 0 {
+		return usageError(fmt.Errorf("init: a generated file does not validate (a bug in init; please report it); nothing written: %w", errors.Join(invalid...)))
+	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return usageError(fmt.Errorf("init: %w", err))
 	}
 	out := cmd.OutOrStdout()
-	var invalid []error
 	for _, file := range files {
 		p := filepath.Join(f.out, file.Name)
 		if err := os.WriteFile(p, []byte(file.Text), 0o644); err != nil {
 			return usageError(fmt.Errorf("init: %w", err))
 		}
-		// What run will load must be what validate accepts: check the
-		// file as written, so a generator bug is never the user's to find.
-		if _, err := scenarios.Load(p); err != nil {
-			invalid = append(invalid, err)
-			continue
-		}
 		fmt.Fprintf(out, "wrote %s  (%s)\n", p, file.Operation)
-	}
-	if len(invalid) > 0 {
-		return usageError(fmt.Errorf("init: a generated file does not validate (a bug in init; please report it): %w", errors.Join(invalid...)))
 	}
 	seen := map[string]bool{}
 	for _, file := range files {

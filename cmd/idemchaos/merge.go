@@ -73,7 +73,7 @@ func (m *Main) runMerge(cmd *cobra.Command, f mergeFlags, files []string) error 
 	reps := make([]shareReport, len(files))
 	shares := 0
 	for i, name := range files {
-		b, err := os.ReadFile(name)
+		b, err := readReport(name)
 		if err != nil {
 			return usageError(err)
 		}
@@ -132,6 +132,28 @@ func (m *Main) runMerge(cmd *cobra.Command, f mergeFlags, files []string) error 
 		}
 	}
 	return exitFor(rep)
+}
+
+// maxReportBytes bounds one report merge reads: a shard's report is a few
+// KB per run, and a partition's a few KB per history.
+const maxReportBytes = 256 << 20
+
+// readReport reads one report file, refusing one past maxReportBytes
+// after reading one byte more.
+func readReport(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxReportBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxReportBytes {
+		return nil, fmt.Errorf("%s: larger than %d MiB: not a report of idemchaos's", name, maxReportBytes>>20)
+	}
+	return b, nil
 }
 
 // withHistoriesIn returns rep with each run's history path pointing at the

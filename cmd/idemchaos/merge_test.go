@@ -77,8 +77,8 @@ func TestMerge_RepeatedFailureDrawnOnce(t *testing.T) {
 	for _, want := range []string{
 		"in 2 more violations of 2 other runs is not drawn again",
 		`Not drawn: the same failure as <a href="#v1">#1</a>`,
-		"This run's history: <code>" + filepath.Join(hist, "s2.jsonl") + "</code>.",
-		"This run's history: <code>" + filepath.Join(hist, "s3.jsonl") + "</code>.",
+		historyLink(filepath.Join(hist, "s2.jsonl")),
+		historyLink(filepath.Join(hist, "s3.jsonl")),
 		"seed 3", // every violation is there
 	} {
 		if !strings.Contains(got, want) {
@@ -93,7 +93,12 @@ func TestMerge_RepeatedFailureDrawnOnce(t *testing.T) {
 	if n := strings.Count(got, "<svg"); n != 1 || !strings.Contains(got, `Not drawn: the same failure as <a href="#v2">#2</a>`) {
 		t.Errorf("with s1.jsonl unreadable: %d drawings, want 1, from seed 2's history", n)
 	}
-	if !strings.Contains(got, "This run's history: <code>"+filepath.Join(hist, "s1.jsonl")+"</code>.") {
+	if !strings.Contains(got, historyLink(filepath.Join(hist, "s1.jsonl"))) {
 		t.Error("the unreadable run's row does not name its file")
 	}
+}
+
+// historyLink is how the page names a run's history: a link to its file.
+func historyLink(path string) string {
+	return `This run's history: <a href="` + path + `"><code>` + path + `</code></a>.`
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -74,6 +75,9 @@ func (o *outputFlags) check(runs int) error {
 // probeFile checks that path can be created or overwritten, leaving no
 // file behind that was not there.
 func probeFile(path string) error {
+	if err := refuseKernelFS(path); err != nil {
+		return err
+	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return errors.New("it is a directory")
 	}
@@ -91,6 +95,9 @@ func probeFile(path string) error {
 
 // probeDir checks that files can be created in dir (made if missing).
 func probeDir(dir string) error {
+	if err := refuseKernelFS(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -100,6 +107,31 @@ func probeDir(dir string) error {
 	}
 	f.Close()
 	return os.Remove(f.Name())
+}
+
+// kernelFS are the file systems whose files open for writing and then
+// refuse, or take, what is written: /proc/self/status opens, its write
+// fails after the run's traffic; /proc/sys/... would retune the machine.
+var kernelFS = []string{"/proc", "/sys"}
+
+// refuseKernelFS refuses an output path inside /proc or /sys, after
+// following the symbolic links of its directory (/dev/stdout, a link
+// into /proc/self/fd, stays allowed: its directory is /dev).
+func refuseKernelFS(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	dir, base := filepath.Split(abs)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		abs = filepath.Join(real, base)
+	}
+	for _, root := range kernelFS {
+		if abs == root || strings.HasPrefix(abs, root+"/") {
+			return fmt.Errorf("%s is a kernel interface, not a file for reports or histories", root)
+		}
+	}
+	return nil
 }
 
 // unwrapPath drops the *PathError's repetition of the path the message

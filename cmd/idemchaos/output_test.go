@@ -243,7 +243,7 @@ func TestRun_PlanNamingAnUnknownFaultIsRefused(t *testing.T) {
 	scenario := writeFile(t, dir, "s.yaml", "target: {url: 'http://"+closedPort(t)+"'}\neffects: {oracle: none}\nfaults:\n  - kind: response-drop\n    when: {fraction: 0.5}\n")
 	plan := writeFile(t, dir, "p.json", `{"Seed":1,"Intents":[{"ID":"i1","Tenant":"t1","Key":"k","Method":"POST","Path":"/v1/orders","Faults":{"1":"bogus#0"}}]}`)
 	code, stdout, stderr := runMain(t, "run", "-s", scenario, "--plan", plan)
-	want := plan + `: Intents[0] (i1): Faults[1]: "bogus#0" is not an aimed fault of step 1 of s (expected one of response-drop#0)`
+	want := plan + `:1:22: Intents[0] (i1): Faults[1]: "bogus#0" is not an aimed fault of step 1 of s (expected one of response-drop#0)`
 	if code != ExitUsage || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, want 3 with %q\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
 	}

@@ -15,6 +15,9 @@ import (
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
+// maxReruns bounds --reruns: each re-run is a whole run of the plan.
+const maxReruns = 100
+
 type runFlags struct {
 	files       []string
 	target      string
@@ -109,6 +112,9 @@ func (m *Main) runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	if err := checkMutant(f.mutant); err != nil {
 		return usageError(err)
+	}
+	if f.reruns < 0 || f.reruns > maxReruns {
+		return usageError(fmt.Errorf("--reruns %d: want 0 (no re-runs) to %d", f.reruns, maxReruns))
 	}
 	ss, err := loadScenarios(f.files)
 	if err != nil {

@@ -30,6 +30,9 @@ func (m *Main) pairsOf(cmd *cobra.Command, f runFlags, ss []*scenarios.Scenario)
 			return runWork{}, err
 		}
 	}
+	if err := shard.CheckPairs(len(ss), len(seeds)); err != nil {
+		return runWork{}, fmt.Errorf("--seeds %s: %w", f.seeds, err)
+	}
 	all := shard.Pairs(len(ss), seeds)
 	if (f.seeds != "" || f.shard != "") && f.plan != "" {
 		return runWork{}, errors.New("run: --plan replays one plan; it does not combine with --seeds or --shard")

@@ -122,8 +122,42 @@ type conn struct {
 	peek *peeker
 	w    *writer
 	br   *bufio.Reader
+	// head counts what br reads from nc while a response's header is
+	// read by http.ReadResponse, which has no bound of its own.
+	head headCap
 	key  string
 	tls  bool
+}
+
+// MaxHeaderBytes bounds a response's status line and header fields, as
+// MaxResponseBytes bounds its body: 100 MB of headers used to be recorded
+// whole, on a history line the reader then refused. Go's own server takes
+// the same 1 MiB by default (http.DefaultMaxHeaderBytes).
+const MaxHeaderBytes = 1 << 20
+
+// errHeaderTooLong says a response's header passed MaxHeaderBytes.
+var errHeaderTooLong = fmt.Errorf("response header longer than %d bytes", MaxHeaderBytes)
+
+// headCap is a reader that, armed, refuses to read past its budget.
+type headCap struct {
+	r     io.Reader
+	armed bool
+	left  int
+}
+
+func (h *headCap) Read(p []byte) (int, error) {
+	if !h.armed {
+		return h.r.Read(p)
+	}
+	if h.left <= 0 {
+		return 0, errHeaderTooLong
+	}
+	if len(p) > h.left {
+		p = p[:h.left]
+	}
+	n, err := h.r.Read(p)
+	h.left -= n
+	return n, err
 }
 
 // pool keeps idle connections per scheme and address, as http.Transport
@@ -251,7 +285,8 @@ func (p *pool) dial(ctx context.Context, t target, deadline time.Time) (*conn, e
 		}
 		c.nc, c.tls, c.w = tc, true, nil
 	}
-	c.br = bufio.NewReaderSize(c.nc, 4<<10)
+	c.head.r = c.nc
+	c.br = bufio.NewReaderSize(&c.head, 4<<10)
 	return c, nil
 }
 
@@ -354,8 +389,16 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, s 
 		return ex, nil
 	}
 	c.req.Method = rq.method
+	// What br holds already came in under the bound of its size; the
+	// rest of the header may take MaxHeaderBytes more, then the body is
+	// read under MaxResponseBytes.
+	c.head.armed, c.head.left = true, MaxHeaderBytes
 	resp, err := readResponse(c.br, &c.req)
+	c.head.armed = false
 	if err != nil {
+		if errors.Is(err, errHeaderTooLong) {
+			return ex, errHeaderTooLong
+		}
 		return ex, err
 	}
 	ex.gotHead = true

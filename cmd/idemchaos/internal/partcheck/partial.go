@@ -110,8 +110,8 @@ func (p *Partial) UnmarshalJSON(b []byte) error {
 		if _, err := checkers.UnmarshalPartial(r.Partial); err != nil {
 			return fmt.Errorf("partition result %s: %w", r.Invariant, err)
 		}
-		if r.Step < 0 {
-			return fmt.Errorf("partition result %s: step %d", r.Invariant, r.Step)
+		if r.Step < 0 || r.Step >= maxSteps {
+			return fmt.Errorf("partition result %s: step %d (want 0 to %d)", r.Invariant, r.Step, maxSteps-1)
 		}
 		p.results = append(p.results, partResult{r.Invariant, r.Step, r.Partial})
 	}
@@ -135,6 +135,13 @@ func settingsOf(o Options) (string, error) {
 	}
 	return fmt.Sprintf("contract=%s max-time=%s", c, o.MaxTime), nil
 }
+
+// maxListed is how many missing partitions an error names.
+const maxListed = 10
+
+// maxSteps bounds the step a partition's result names: the merge holds a
+// result per step, and a crafted "step": 99999999999 would ask for them all.
+const maxSteps = 100_000
 
 // Merge joins the shares of N machines (check --partition i/N of one
 // history) into the result one check of the whole history gives. Every
@@ -173,11 +180,16 @@ func Merge(parts []*Partial) (*Summary, checkers.Judgement, error) {
 		}
 		seen[p.Index] = true
 	}
+	// Listed up to a few: a crafted total of 99999999999 must not build
+	// a list of every partition it lacks.
 	var missing []string
-	for i := range first.Total {
+	for i := 0; i < first.Total && len(missing) <= maxListed; i++ {
 		if !seen[i] {
 			missing = append(missing, fmt.Sprintf("%d/%d", i, first.Total))
 		}
+	}
+	if len(missing) > maxListed {
+		missing = append(missing[:maxListed], fmt.Sprintf("… (%d missing in all)", first.Total-len(parts)))
 	}
 	if len(missing) > 0 {
 		return nil, zero, fmt.Errorf("merge: partition %s of %s missing: the check is incomplete, no verdict", strings.Join(missing, ", "), first.Source.Name)

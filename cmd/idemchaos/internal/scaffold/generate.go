@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -49,6 +50,12 @@ func Generate(doc *Document, opts Options) ([]File, error) {
 	}
 	var out []File
 	for _, o := range ops {
+		if i := strings.IndexFunc(o.path, unicode.IsControl); i >= 0 {
+			// A path key of the document may hold any string; a request
+			// path holds no raw control character, and a scenario written
+			// with one would not load.
+			return nil, fmt.Errorf("%s: path %q has a control character (U+%04X) at byte %d: an OpenAPI path is a URL path; percent-encode it in the document", o.id(), o.path, []rune(o.path[i:])[0], i)
+		}
 		sc, err := newScaffold(doc.T, o, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", o.id(), err)

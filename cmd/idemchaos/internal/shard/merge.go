@@ -32,8 +32,11 @@ func Merge(reps []report.Report, files []string) (report.Report, error) {
 			return report.Report{}, fmt.Errorf("%s: shard %d/%d of another run (scenarios %s, seeds %s, mutant %q) than %s (%d shards, scenarios %s, seeds %s, mutant %q)",
 				name, s.Index, s.Total, strings.Join(s.Scenarios, ","), s.Seeds, s.Mutant, files[0], first.Total, strings.Join(first.Scenarios, ","), first.Seeds, first.Mutant)
 		}
-		if s.Index < 1 || s.Index > s.Total {
-			return report.Report{}, fmt.Errorf("%s: shard %d/%d out of range", name, s.Index, s.Total)
+		if _, err := check(Spec{s.Index, s.Total}, "shard"); err != nil {
+			return report.Report{}, fmt.Errorf("%s: %w", name, err)
+		}
+		if err := CheckVerdicts(r); err != nil {
+			return report.Report{}, fmt.Errorf("%s: %w", name, err)
 		}
 		if prev, dup := seen[s.Index]; dup {
 			return report.Report{}, fmt.Errorf("%s: shard %d/%d given twice (also %s)", name, s.Index, s.Total, prev)
@@ -56,6 +59,9 @@ func Merge(reps []report.Report, files []string) (report.Report, error) {
 	}
 	seeds, err := ParseSeeds(first.Seeds)
 	if err != nil {
+		return report.Report{}, fmt.Errorf("%s: %w", files[0], err)
+	}
+	if err := CheckPairs(len(first.Scenarios), len(seeds)); err != nil {
 		return report.Report{}, fmt.Errorf("%s: %w", files[0], err)
 	}
 	all := Pairs(len(first.Scenarios), seeds)
@@ -91,6 +97,43 @@ func Merge(reps []report.Report, files []string) (report.Report, error) {
 		out.Merged = append(out.Merged, seen[k+1])
 	}
 	return out, nil
+}
+
+// runVerdicts are the words a run and a step are judged with, and
+// invariantVerdicts an invariant's: a report with another word (a typo,
+// a hand edit, "banana") is not a report of idemchaos's, and merging it
+// would decide on a verdict no check gave.
+var (
+	runVerdicts       = []string{"pass", "violation", "unknown", "environment-error"}
+	invariantVerdicts = []string{"pass", "violation", "unknown", "environment-error", report.NotExercised}
+)
+
+// CheckVerdicts checks every verdict word of r: the report's, its runs',
+// their steps' and their invariants'.
+func CheckVerdicts(r report.Report) error {
+	bad := func(where, v string, words []string) error {
+		return fmt.Errorf("%s: verdict %q is not one of %s", where, v, strings.Join(words, ", "))
+	}
+	if !slices.Contains(runVerdicts, r.Verdict) {
+		return bad("the report", r.Verdict, runVerdicts)
+	}
+	for i, run := range r.Runs {
+		where := fmt.Sprintf("run %d (%s seed %d)", i+1, run.Scenario, run.Seed)
+		if !slices.Contains(runVerdicts, run.Verdict) {
+			return bad(where, run.Verdict, runVerdicts)
+		}
+		for j, st := range run.Steps {
+			if !slices.Contains(runVerdicts, st.Verdict) {
+				return bad(fmt.Sprintf("%s step %d", where, j+1), st.Verdict, runVerdicts)
+			}
+			for _, iv := range st.Invariants {
+				if !slices.Contains(invariantVerdicts, iv.Verdict) {
+					return bad(fmt.Sprintf("%s step %d invariant %s", where, j+1, iv.Name), iv.Verdict, invariantVerdicts)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // environmentCause is the first environment error a shard's runs name.
