@@ -77,6 +77,10 @@ type Contract struct {
 	_            struct{}
 }
 
+// RepeatRefuse is the contract's repeat of a service that refuses every
+// repeat of a key with one status ([Profile.Refuse]) instead of replaying.
+const RepeatRefuse = "refuse"
+
 // DefaultContract is the contract the checkers judge by unless told
 // otherwise: ietf codes, either fingerprint, every header of the first
 // response compared on replay except [DefaultReplayIgnore], 5s, 30s.
@@ -108,6 +112,9 @@ func (c Contract) Validate() error {
 	if c.DecisionBound < 0 || c.RetentionGap < 0 {
 		return fmt.Errorf("%w: a negative bound", ErrBadContract)
 	}
+	if r := c.Profile.Refuse; r != 0 && (r < 400 || r > 499) {
+		return fmt.Errorf("%w: repeat_status %d: a refusal is a 4xx", ErrBadContract, r)
+	}
 	return nil
 }
 
@@ -120,6 +127,9 @@ func (c Contract) Meta() *history.Contract {
 		Fingerprint: c.Fingerprint, ReplayHeaders: slices.Clone(c.ReplayHeaders), ReplayIgnore: slices.Clone(c.ReplayIgnore),
 		DecisionBoundMS: c.DecisionBound.Milliseconds(), RetentionGapMS: c.RetentionGap.Milliseconds(),
 		MaxKeyLength: int64(c.MaxKeyLength),
+	}
+	if c.Profile.Refuse != 0 {
+		m.Repeat, m.RepeatStatus = RepeatRefuse, c.Profile.Refuse
 	}
 	if m.ReplayIgnore == nil {
 		m.ReplayIgnore = []string{}
@@ -150,6 +160,16 @@ func ContractFromMeta(m *history.Contract) (Contract, error) {
 			p.MissingKey, p.Reuse, p.InFlight = m.MissingKey, m.Reuse, m.InFlight
 		}
 		c.Profile = p
+	}
+	switch m.Repeat {
+	case "":
+	case RepeatRefuse:
+		if m.RepeatStatus == 0 {
+			return Contract{}, fmt.Errorf("%w: repeat refuse needs its repeat_status", ErrBadContract)
+		}
+		c.Profile.Refuse = m.RepeatStatus
+	default:
+		return Contract{}, fmt.Errorf("%w: repeat %q (want refuse, or nothing for a replay)", ErrBadContract, m.Repeat)
 	}
 	c.Fingerprint = m.Fingerprint
 	c.ReplayHeaders = slices.Clone(m.ReplayHeaders)

@@ -190,7 +190,12 @@ func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, w
 	// Only an in-flight answer points at an orphaned claim; a key that only
 	// ever saw timeouts or 5xx points at a service that did not recover.
 	cause := "the service kept answering with timeouts or 5xx instead of a decision: it did not recover from the fault, or retries hit a dead dependency"
+	if !faultInjected(h) {
+		cause = "the service kept answering with timeouts or 5xx instead of a decision, with no fault injected: a dependency it calls is failing, or it cannot take the load"
+	}
 	switch {
+	case !stuck && identical5xx(h, ops):
+		cause = "an error is stored as the final answer: every retry got the same 5xx, byte for byte, with no fault injected (the stored error replayed, unless a dependency fails the same way every time) — a failed execution must release the key (or store nothing), not cache the error"
 	case !stuck && refusedConnections(h, ops, c.cfg.profile()):
 		cause = "the service did not accept connections (capacity): every attempt without a decision was refused, reset or timed out before a connection was made, none answered 5xx; raise its listen backlog or worker count, or lower traffic.concurrency"
 	case stuck && faulted(h, "crash"):
@@ -424,4 +429,50 @@ func unlikely(n int, r failureRate) bool {
 		chance *= r.p
 	}
 	return chance < 1e-3
+}
+
+// faultInjected reports whether the history records a fault that can make the
+// service (or a hop in front of it) fail.
+func faultInjected(h *history.History) bool {
+	for _, f := range h.Faults {
+		if canFail(f.Kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// identical5xx reports whether two or more of the ops were answered 5xx
+// and every answer among them was the same 5xx, byte for byte, none of it
+// under a fault: the service replays a stored error.
+func identical5xx(h *history.History, ops []int64) bool {
+	want := make(map[int64]bool, len(ops))
+	for _, o := range ops {
+		want[o] = true
+	}
+	n := 0
+	var first answer
+	var spans []span
+	for i := range h.Attempts {
+		a := &h.Attempts[i]
+		if !want[a.Op] || a.Outcome != history.OK {
+			continue
+		}
+		if a.Status < 500 {
+			return false
+		}
+		if spans == nil {
+			spans = faultSpans(h)
+		}
+		if hitByFault(h, a, spans) {
+			return false
+		}
+		if n == 0 {
+			first = answerOf(a)
+		} else if answerOf(a) != first {
+			return false
+		}
+		n++
+	}
+	return n >= 2
 }

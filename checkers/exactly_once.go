@@ -64,7 +64,33 @@ func (c exactlyOnce) check(ix *index) Part {
 		r.Violations = append(r.Violations, c.judgeGroup(h, effects, at, g, unread, bodies, &r.twins)...)
 	}
 	r.t.orphans, r.t.unread = at.orphans, unread
+	if p := c.cfg.profile(); p.Refuse != 0 {
+		r.t.unlearned, r.t.refuse = unlearned(h, at, p), p.Refuse
+	}
 	return settleExactlyOnce(r, h)
+}
+
+// unlearned counts the units of a service that refuses every repeat
+// that executed (an effect) without any success reaching the client, a
+// refusal answering its retries: the lost-answer cost of that contract.
+func unlearned(h *history.History, at *attribution, p Profile) int {
+	n := 0
+	for ui := range at.units {
+		u := &at.units[ui]
+		if u.acked >= 0 || !at.executed(u) {
+			continue
+		}
+		refused := false
+		for _, s := range at.intentsOf(u) {
+			for _, i := range at.attemptsOf(&at.intents[s]) {
+				refused = refused || refusedRepeat(&h.Attempts[i], p)
+			}
+		}
+		if refused {
+			n++
+		}
+	}
+	return n
 }
 
 // settleExactlyOnce gives the verdict and reason from the violations and
@@ -73,6 +99,11 @@ func settleExactlyOnce(r Part, h *history.History) Part {
 	var notes []string
 	if n := r.t.orphans; n > 0 {
 		notes = append(notes, fmt.Sprintf("%s matched no attempt in the history and %s not judged", countOf(n, ""), plural(n, "was", "were")))
+	}
+	if n := r.t.unlearned; n > 0 {
+		// The lost-answer cost of a contract that refuses every repeat.
+		notes = append(notes, fmt.Sprintf("%d %s but %s lost, and the service refuses every repeat (%d): the client never learns its order",
+			n, plural(n, "intent executed", "intents executed"), plural(n, "its answer was", "their answers were"), r.t.refuse))
 	}
 	unknown := ""
 	if r.t.unread {
@@ -375,13 +406,41 @@ func (c exactlyOnce) duplicateCause(h *history.History, effects []history.Effect
 	if runs, overlapped := clusters(h, attempts); overlapped && maxKind(dup) > runs {
 		return "overlapping duplicates both executed: the claim is not atomic (check-then-insert, execute-then-record, or a 'processing' record treated as absent) — claim with a unique-index insert before the business write"
 	}
+	// A timed-out attempt's work may have gone on after the client gave
+	// up, until the run saw the service quiesce (a settled event): a
+	// second execution inside that time ran beside the first.
+	if runs, overlapped := openClusters(h, attempts); overlapped && maxKind(dup) > runs {
+		return "a second execution overlapped a timed-out attempt that was still running on the server: the claim was not held across instances (or not atomic) — the retry, on another instance or just later, did not see the first attempt's claim"
+	}
+	if firstOwn5xx(h, attempts, first) {
+		return "the first attempt did its work but answered 5xx: the error was not stored and the retry redid work that had already happened — record the outcome (or undo the work) before answering an error"
+	}
 	if faulted(h, "retention-expiry") || maxGap(h, attempts) >= int64(c.cfg.contract.RetentionGap) {
 		return "a retry after a long gap executed again: the idempotency record was purged before the client's retry window ended (retention shorter than the retry window)"
 	}
 	if faulted(h, "replica-lag") {
 		return "a sequential retry did not see the first execution: the idempotency lookup read a lagging replica instead of the primary"
 	}
-	return "a retry sent after the first execution had finished did not see it: the record had expired (retention shorter than the retry window), or was not written (or not committed) before the response, or the service ignores the key"
+	if acrossSteps(h, attempts) {
+		return "a retry sent after a pause (in a later step) executed again: the idempotency record was gone by then (retention shorter than the retry window), or was never kept"
+	}
+	// No gap and no purge: retention is not what the evidence supports.
+	return "a retry sent after the first execution had finished did not see it: the record was not written (or not committed) before the response, or the service ignores the key"
+}
+
+// firstOwn5xx reports whether the intent's first attempt to its endpoint
+// was answered 5xx by the service itself (no fault hit it or was in force).
+func firstOwn5xx(h *history.History, attempts []int32, first *history.Attempt) bool {
+	var a *history.Attempt
+	for _, i := range attempts {
+		if b := &h.Attempts[i]; b.Method == first.Method && b.Path == first.Path && (a == nil || b.Invoke < a.Invoke) {
+			a = b
+		}
+	}
+	if a == nil || a.Outcome != history.OK || a.Status < 500 {
+		return false
+	}
+	return !hitByFault(h, a, faultSpans(h))
 }
 
 // bodyScope groups intents that sent byte-identical requests to one
@@ -521,6 +580,19 @@ func maxKind(dup []kindEffects) int {
 // invoke; a run ends where the next attempt starts after every attempt of
 // the run has ended), and says whether any run holds two or more.
 func clusters(h *history.History, attempts []int32) (int, bool) {
+	return clustersBy(h, attempts, func(a *history.Attempt) int64 { return a.End(h.End) })
+}
+
+// openClusters is [clusters] with each timed-out attempt held open until
+// the service quiesced ([history.History.OpenUntil]).
+func openClusters(h *history.History, attempts []int32) (int, bool) {
+	if len(h.Settled) == 0 {
+		return clusters(h, attempts)
+	}
+	return clustersBy(h, attempts, h.OpenUntil)
+}
+
+func clustersBy(h *history.History, attempts []int32, endOf func(*history.Attempt) int64) (int, bool) {
 	idx := slices.Clone(attempts)
 	slices.SortFunc(idx, func(x, y int32) int { return cmp.Compare(h.Attempts[x].Invoke, h.Attempts[y].Invoke) })
 	n, end, multi := 0, int64(-1), false
@@ -528,11 +600,36 @@ func clusters(h *history.History, attempts []int32) (int, bool) {
 		a := &h.Attempts[i]
 		if n == 0 || a.Invoke >= end {
 			n++
-			end = a.End(h.End)
+			end = endOf(a)
 			continue
 		}
 		multi = true
-		end = max(end, a.End(h.End))
+		end = max(end, endOf(a))
 	}
 	return n, multi
+}
+
+// acrossSteps reports whether the attempts were sent in more than one step
+// of the run: the later ones came after a pause the scenario made (a
+// resend step, its wait), which is the gap a purged record shows in.
+func acrossSteps(h *history.History, attempts []int32) bool {
+	if len(h.Steps) < 2 || len(attempts) < 2 {
+		return false
+	}
+	stepOf := func(i int32) int {
+		n := 0
+		for k, st := range h.Steps {
+			if int(i) >= st.Attempts {
+				n = k
+			}
+		}
+		return n
+	}
+	first := stepOf(attempts[0])
+	for _, i := range attempts[1:] {
+		if stepOf(i) != first {
+			return true
+		}
+	}
+	return false
 }

@@ -72,7 +72,7 @@ func (c inFlightConflict) check(ix *index) Part {
 			}
 			continue
 		}
-		if v, bad := c.judge(s, &h.Attempts[a], &h.Attempts[b], dups); bad {
+		if v, bad := c.judge(h, s, &h.Attempts[a], &h.Attempts[b], dups); bad {
 			r.Violations = append(r.Violations, v)
 		}
 	}
@@ -191,7 +191,7 @@ func (sw *sweep) run(ix *index) (a, b int32, overlapped bool) {
 		}
 		bb := &h.Attempts[y]
 		// Close what ended before b started.
-		for len(ends.idx) > 0 && h.Attempts[ends.idx[0]].End(h.End) <= bb.Invoke {
+		for len(ends.idx) > 0 && h.OpenUntil(&h.Attempts[ends.idx[0]]) <= bb.Invoke {
 			x := heap.Pop(&ends).(int32)
 			a := &h.Attempts[x]
 			o := byPayload[ct.same(a)]
@@ -238,6 +238,9 @@ func (sw *sweep) run(ix *index) (a, b int32, overlapped bool) {
 func (sw *sweep) suspect(o *open, b *history.Attempt, p Profile) bool {
 	cb := classify(b, p)
 	ab := answerOf(b)
+	if refusedRepeat(b, p) {
+		return false // the contract's answer to every repeat (repeat: refuse)
+	}
 	switch {
 	case cb == succeeded && (sw.dup || o.succ-o.succBy.get(ab) > 0):
 		return true
@@ -256,7 +259,7 @@ func (sw *sweep) witness(n int) int32 {
 	b := &h.Attempts[sw.idx[n]]
 	for _, x := range sw.idx[:n] {
 		a := &h.Attempts[x]
-		if ct.same(a) != ct.same(b) || !overlaps(a, b, h.End) {
+		if ct.same(a) != ct.same(b) || !overlapsOpen(h, a, b) {
 			continue
 		}
 		if sw.c.pairBad(a, b, sw.dup) {
@@ -273,7 +276,7 @@ func (sw *sweep) earlier500(n int) int32 {
 	b := &h.Attempts[sw.idx[n]]
 	for _, x := range sw.idx[:n] {
 		a := &h.Attempts[x]
-		if is500(a) && ct.same(a) == ct.same(b) && overlaps(a, b, h.End) && sw.unfaulted(a) {
+		if is500(a) && ct.same(a) == ct.same(b) && overlapsOpen(h, a, b) && sw.unfaulted(a) {
 			return x
 		}
 	}
@@ -315,7 +318,7 @@ type endHeap struct {
 
 func (e endHeap) Len() int { return len(e.idx) }
 func (e endHeap) Less(i, j int) bool {
-	return e.h.Attempts[e.idx[i]].End(e.h.End) < e.h.Attempts[e.idx[j]].End(e.h.End)
+	return e.h.OpenUntil(&e.h.Attempts[e.idx[i]]) < e.h.OpenUntil(&e.h.Attempts[e.idx[j]])
 }
 func (e endHeap) Swap(i, j int) { e.idx[i], e.idx[j] = e.idx[j], e.idx[i] }
 func (e *endHeap) Push(x any)   { e.idx = append(e.idx, x.(int32)) }
@@ -329,6 +332,9 @@ func (e *endHeap) Pop() any {
 // wrongly (see judge for the words).
 func (c inFlightConflict) pairBad(a, b *history.Attempt, dup bool) bool {
 	p := c.cfg.profile()
+	if refusedRepeat(b, p) {
+		return false // the contract's answer to every repeat (repeat: refuse)
+	}
 	cb := classify(b, p)
 	same := sameAnswer(a, b)
 	switch {
@@ -349,7 +355,7 @@ func sameAnswer(a, b *history.Attempt) bool {
 }
 
 // judge words the violation of b, a duplicate that overlapped a.
-func (c inFlightConflict) judge(s scope, a, b *history.Attempt, dups map[tenantKey]string) (Violation, bool) {
+func (c inFlightConflict) judge(h *history.History, s scope, a, b *history.Attempt, dups map[tenantKey]string) (Violation, bool) {
 	v := Violation{Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: b.Intent, Ops: []int64{a.Op, b.Op}}
 	p := c.cfg.profile()
 	cb := classify(b, p)
@@ -382,6 +388,13 @@ func (c inFlightConflict) judge(s scope, a, b *history.Attempt, dups map[tenantK
 		return v, false
 	}
 	v.Cause = "a record in 'processing' is treated as absent, so the duplicate runs the business write again"
+	if a.Outcome == history.Info && a.Complete >= 0 && a.Complete <= b.Invoke {
+		// a had timed out on the client before b was sent: only the
+		// settle says it was still running on the server.
+		v.Explanation = fmt.Sprintf("%s: op %d was sent after op %d had timed out on the client but while its work was still running on the server (until the service quiesced at %s), and got %d, and the key has %s; a duplicate while the first runs must get %d or wait for the first response, never execute.",
+			describeScope(s), b.Op, a.Op, at(h.OpenUntil(a)), b.Status, dups[tenantKey{s.tenant, s.key}], p.InFlight)
+		v.Cause = "a second execution overlapped a timed-out attempt that was still running on the server: the claim was not held across instances (or not atomic)"
+	}
 	return v, true
 }
 

@@ -32,6 +32,8 @@ type tally struct {
 	noCrash     bool   // durable-ack: the history has no crash
 	orphans     int    // exactly-once: effects that matched no attempt
 	unread      bool   // exactly-once: effects_recorded was false
+	unlearned   int    // exactly-once, repeat: refuse: intents that executed but never learned their answer
+	refuse      int    // exactly-once: the contract's refusal status (0: none)
 	undecidable int    // eventually-decided: keys that stopped retrying early
 	bound       time.Duration
 	left, keys  int // in-flight-conflict: keys the time budget left unchecked, of keys
@@ -104,11 +106,13 @@ func Merge(parts []Part, interrupted string, truncated bool) Result {
 func sumParts(parts []Part) Part {
 	r := Part{Result: Result{Name: parts[0].Name}}
 	r.t = parts[0].t
-	r.t.orphans, r.t.undecidable, r.t.left, r.t.keys = 0, 0, 0, 0
+	r.t.orphans, r.t.undecidable, r.t.left, r.t.keys, r.t.unlearned = 0, 0, 0, 0, 0
 	for _, p := range parts {
 		r.Checked += p.Checked
 		r.Violations = append(r.Violations, p.Violations...)
 		r.t.orphans += p.t.orphans
+		r.t.unlearned += p.t.unlearned
+		r.t.refuse = max(r.t.refuse, p.t.refuse)
 		r.t.undecidable += p.t.undecidable
 		r.t.left += p.t.left
 		r.t.keys += p.t.keys

@@ -60,6 +60,8 @@ type wireTally struct {
 	Early           string
 	NoCrash, Unread bool
 	Orphans         int
+	Unlearned       int
+	Refuse          int
 	Undecidable     int
 	Bound, Budget   time.Duration
 	Left, Keys      int
@@ -114,7 +116,7 @@ func wireOf(r Part) wireResult {
 		w.Results = append(w.Results, wireOf(Part{Result: p}))
 	}
 	t := r.t
-	w.T = wireTally{Early: t.early, NoCrash: t.noCrash, Unread: t.unread, Orphans: t.orphans,
+	w.T = wireTally{Early: t.early, NoCrash: t.noCrash, Unread: t.unread, Orphans: t.orphans, Unlearned: t.unlearned, Refuse: t.refuse,
 		Undecidable: t.undecidable, Bound: t.bound, Budget: t.budget, Left: t.left, Keys: t.keys, LooseSeen: t.looseSeen,
 		HasEndpoints: t.endpoints != nil}
 	for e, et := range t.endpoints {
@@ -157,7 +159,7 @@ func (w wireResult) result() Part {
 		r.Results = append(r.Results, p.result().Result)
 	}
 	t := w.T
-	r.t = tally{early: t.Early, noCrash: t.NoCrash, unread: t.Unread, orphans: t.Orphans,
+	r.t = tally{early: t.Early, noCrash: t.NoCrash, unread: t.Unread, orphans: t.Orphans, unlearned: t.Unlearned, refuse: t.Refuse,
 		undecidable: t.Undecidable, bound: t.Bound, budget: t.Budget, left: t.Left, keys: t.Keys, looseSeen: t.LooseSeen}
 	if t.HasEndpoints {
 		r.t.endpoints = make(map[endpoint]*endpointTally, len(t.Endpoints))

@@ -18,7 +18,12 @@ type Profile struct {
 	// InFlight is the status for a duplicate that arrives while the first
 	// attempt with its key is still being processed.
 	InFlight int
-	_        struct{}
+	// Refuse, when set, is the status of a service that refuses every
+	// repeat of a key (contract repeat: refuse): an identical retry, a
+	// duplicate in flight and a reuse all get it, never a replay. It is a
+	// definite answer (the refusal), not a "not now".
+	Refuse int
+	_      struct{}
 }
 
 var profiles = map[string]Profile{

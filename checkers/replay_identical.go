@@ -356,6 +356,9 @@ func (c replayIdentical) refusedRetry(h *history.History, s scope, idx []int32, 
 		return nil
 	}
 	p := c.cfg.profile()
+	if refusedRepeat(b, p) {
+		return nil // the contract's answer to every repeat (repeat: refuse)
+	}
 	ct := &c.cfg.contract
 	v := &Violation{Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: b.Intent}
 	if first >= 0 && h.Attempts[first].Complete >= 0 && b.Invoke > h.Attempts[first].Complete {

@@ -205,7 +205,9 @@ func overlapsAny(h *history.History, idx []int32, a *history.Attempt) bool {
 // rejected so, with no other use of the key anywhere, is reported here.
 func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, order scopeList, groups scopeGroups, same []int, checked *int) (Violation, bool) {
 	ct := &c.cfg.contract
-	if c.cfg.profile().Reuse == 0 {
+	if c.cfg.profile().Reuse == 0 || c.cfg.profile().Refuse != 0 {
+		// A service that refuses every repeat refuses an identical one
+		// too: that is its contract, not a phantom reuse.
 		return Violation{}, false
 	}
 	for n, i := range idx {

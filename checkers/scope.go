@@ -40,6 +40,8 @@ func classify(a *history.Attempt, p Profile) class {
 		return succeeded
 	case a.Status >= 500 || a.Status == 408:
 		return indeterminate
+	case p.Refuse != 0 && a.Status == p.Refuse:
+		return rejected // the service's answer to every repeat
 	case a.Status == p.InFlight || a.Status == 425 || a.Status == 429:
 		return pending
 	}
@@ -48,6 +50,13 @@ func classify(a *history.Attempt, p Profile) class {
 
 func overlaps(a, b *history.Attempt, end int64) bool {
 	return a.Invoke < b.End(end) && b.Invoke < a.End(end)
+}
+
+// overlapsOpen is [overlaps] with a timed-out attempt held open until the
+// service quiesced ([history.History.OpenUntil]): its work may have run
+// on the server after the client gave up.
+func overlapsOpen(h *history.History, a, b *history.Attempt) bool {
+	return a.Invoke < h.OpenUntil(b) && b.Invoke < h.OpenUntil(a)
 }
 
 // describeScope names a scope for an explanation: "key k-9, tenant t1, POST /v1/orders".
@@ -124,4 +133,10 @@ func countOf(n int, kind string) string {
 		return fmt.Sprintf("%d %s", n, plural(n, "effect", "effects"))
 	}
 	return fmt.Sprintf("%d %s %s", n, kind, plural(n, "effect", "effects"))
+}
+
+// refusedRepeat reports whether a is the refusal a service that refuses every
+// repeat answers a repeat with (contract repeat: refuse).
+func refusedRepeat(a *history.Attempt, p Profile) bool {
+	return p.Refuse != 0 && a.Outcome == history.OK && a.Status == p.Refuse
 }

@@ -153,8 +153,17 @@ func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map
 	steps := s.EffectiveSteps()
 	rq, tenants := requestOf(s), tenantsOf(s)
 	inFlight := 409
+	refuse := 0
 	if p, err := s.Profile(); err == nil && p.InFlight != 0 {
 		inFlight = p.InFlight
+		if p.Refuse != 0 {
+			// A service that refuses every repeat has no "not now": its
+			// refusal is final, and the client does not retry it.
+			refuse = p.Refuse
+			if inFlight == refuse {
+				inFlight = 0
+			}
+		}
 	}
 	var cs *clientStep
 	if s.IsClient() {
@@ -191,7 +200,7 @@ func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map
 		sp.client = cs
 		sp.driver = driver.Config{Tokens: withProvider(s.Endpoint.Tokens, st.Callbacks), KeyHeader: s.Endpoint.KeyHeader, Template: rq.tmpl,
 			Concurrency: tr.Concurrency, MaxRequests: tr.MaxRequests, Deadline: tr.Deadline, Timeout: tr.Timeout,
-			Model: driver.Model(tr.Client), InFlightStatus: inFlight, DecisionBound: decisionBound(s),
+			Model: driver.Model(tr.Client), InFlightStatus: inFlight, RefuseStatus: refuse, DecisionBound: decisionBound(s),
 			Retry: driver.RetryPolicy{MaxAttempts: tr.Retry.MaxAttempts, Base: tr.Retry.Base, Max: tr.Retry.Max, MaxRetryAfter: tr.Retry.MaxRetryAfter, Budget: tr.Retry.Budget}}
 		if s.Target.Reference != nil {
 			// The reference stores the intent on its orders, so its effects

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness/driver"
@@ -34,6 +37,19 @@ type session struct {
 	gate     *addrgate.Gate
 	recorded map[string]bool // effects already in the history
 	load     history.LoadOptions
+	// reference says the target is the bundled reference, whose handlers
+	// are counted: the effects are read once none runs. Otherwise settle
+	// is the scenario's effects.settle (see settleFor).
+	reference bool
+	settle    time.Duration
+	metrics   *http.Client // the reference's in-flight gauge, through the gate
+	// lastInfo is when the last attempt that ended info ended (run ns),
+	// and open counts those attempts, but the ones a response-drop cut:
+	// that fault lets the service answer first, so its work is done.
+	lastInfo atomic.Int64
+	open     atomic.Int64
+	mu       sync.Mutex
+	dropped  map[int64]bool // ops a response-drop cut
 	// stopFlush ends the loop that flushes the history as the run goes.
 	stopFlush chan struct{}
 }
@@ -64,7 +80,28 @@ func (r *Runner) openSession(rp *runPlan, t *sut.Target, opts RunOptions) (*sess
 		w.standby = sb
 	}
 	s := &session{path: path, f: f, meta: meta, rec: rec, world: w, oracle: ora, named: rp.named, attrib: rp.named, gate: r.gate(),
-		recorded: map[string]bool{}, load: rp.load, stopFlush: make(chan struct{})}
+		recorded: map[string]bool{}, load: rp.load, stopFlush: make(chan struct{}),
+		reference: rp.effects.Oracle == "reference", settle: rp.effects.Settle}
+	if s.reference {
+		s.metrics = r.gate().HTTPClient("the reference's /metrics", 5*time.Second)
+	}
+	s.dropped = map[int64]bool{}
+	rec.OnEvent(func(e *history.Event) {
+		switch {
+		case e.Type == history.TypeFault && e.Fault == "response-drop" && e.Op != 0:
+			s.mu.Lock()
+			s.dropped[e.Op] = true
+			s.mu.Unlock()
+		case e.Type == history.TypeInfo:
+			s.mu.Lock()
+			cut := s.dropped[e.Op]
+			s.mu.Unlock()
+			if !cut {
+				s.open.Add(1)
+				s.lastInfo.Store(e.NS)
+			}
+		}
+	})
 	// Flush as the run goes, so the file can be followed while it runs and
 	// a run killed outright still leaves most of its history.
 	go func() {
@@ -140,7 +177,7 @@ func (s *session) step(ctx context.Context, st *stepPlan, plan Plan) (driver.Sta
 		err = s.rec.Write(&history.Event{Type: history.TypeBudget, MaxRequests: int64(st.traffic.MaxRequests)})
 	}
 	if err == nil {
-		err = recordEffects(ctx, s.oracle, s.rec, s.recorded, s.attrib)
+		err = s.readEffects(ctx, st)
 	}
 	if err == nil && ctx.Err() == nil {
 		if err = s.rec.Flush(); err == nil {
@@ -185,14 +222,53 @@ type intentNamer interface {
 	intentOf(tenant, id string) string
 }
 
-func recordEffects(ctx context.Context, ora oracle.Oracle, rec *driver.Recorder, seen map[string]bool, named intentNamer) error {
-	if ora == nil {
+// readEffects reads the step's effects once the service has quiesced, and
+// records when it had (a settled event) so that a check of the history
+// holds a timed-out attempt open as long as the run did. The reference's
+// in-flight handlers are counted, so it is read as soon as none runs; a
+// user's service is read after its settle (settleFor) and once two reads
+// agree.
+func (s *session) readEffects(ctx context.Context, st *stepPlan) error {
+	if s.oracle == nil {
 		return nil
 	}
-	read, err := oracle.Read(ctx, ora)
+	if s.reference {
+		if s.open.Swap(0) > 0 && referenceQuiesce(ctx, s.metrics, s.world.t.ServiceURL) {
+			if err := s.rec.Write(&history.Event{Type: history.TypeSettled}); err != nil {
+				return err
+			}
+		}
+		read, err := oracle.Read(ctx, s.oracle)
+		if err != nil {
+			return err
+		}
+		return recordEffects(read, s.rec, s.recorded, s.attrib)
+	}
+	wait := settleFor(s.settle, s.open.Swap(0), st.driver.Timeout)
+	if s.settle <= 0 && wait > 0 {
+		// The default settle counts from the last timeout: work that
+		// has run one more timeout since is done or stuck.
+		wait = max(wait-time.Duration(s.rec.Now()-s.lastInfo.Load()), 0)
+	} else if wait <= 0 {
+		read, err := oracle.Read(ctx, s.oracle)
+		if err != nil {
+			return err
+		}
+		return recordEffects(read, s.rec, s.recorded, s.attrib)
+	}
+	read, end, err := settleRead(ctx, s.oracle, s.rec, wait)
 	if err != nil {
 		return err
 	}
+	if err := s.rec.Write(&history.Event{Type: history.TypeSettled, NS: end}); err != nil {
+		return err
+	}
+	return recordEffects(read, s.rec, s.recorded, s.attrib)
+}
+
+// recordEffects writes one read of the oracle into the history: where it
+// read, then each effect not recorded before.
+func recordEffects(read oracle.Reading, rec *driver.Recorder, seen map[string]bool, named intentNamer) error {
 	// Where it read and what came back: an oracle that reads nothing at
 	// all, while requests were acknowledged, reads the wrong place.
 	if err := rec.Write(&history.Event{Type: history.TypeOracle, Source: read.Source, Read: len(read.Effects), Got: read.Got}); err != nil {

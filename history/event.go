@@ -39,6 +39,12 @@ const (
 	// TypeOracle is one read of the effect oracle: where it read, how many
 	// effects came back, and what came back when none did.
 	TypeOracle Type = "oracle"
+	// TypeSettled says the service had quiesced by its ns: the harness
+	// waited after a step's last attempt ended (effects.settle, and until
+	// two reads of the oracle agreed) before it read the effects. An
+	// attempt that ended info before it may have run on the server until
+	// then, so the checkers hold it open until the settle's end.
+	TypeSettled Type = "settled"
 	// TypeAck is a consumer's acknowledgement of a message as its broker
 	// saw it (consumer scenarios): the message's intent and key, the
 	// broker's count of its deliveries (attempt) and whether it was an
@@ -178,6 +184,11 @@ type Contract struct {
 	// past which a duplicate is blamed on record retention.
 	DecisionBoundMS int64
 	RetentionGapMS  int64
+	// Repeat is how the service answers a repeat of a key: "" (replay the
+	// first answer) or "refuse" (every repeat — an identical retry, a
+	// duplicate in flight, a reuse — gets RepeatStatus, never a replay).
+	Repeat       string
+	RepeatStatus int
 	// MaxKeyLength is the longest key the service keeps whole (0: no
 	// limit): the runs' keys were checked against it.
 	MaxKeyLength int64

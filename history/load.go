@@ -192,6 +192,9 @@ type History struct {
 	Environment string
 	// Oracle lists the reads of the effect oracle the history records.
 	Oracle []OracleRead
+	// Settled lists the ns of the history's settled events, in order: when
+	// the service had quiesced before its effects were read.
+	Settled []int64
 	// Events is the number of events read; End the largest ns seen.
 	Events int
 	End    int64
@@ -380,7 +383,7 @@ func (h *History) add(e *Event, l *loader) error {
 		if h.Interrupted == "" {
 			h.Interrupted = "interrupted"
 		}
-	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle:
+	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle, TypeSettled:
 		h.addRun(e, l.attempts.n, l.effects.n)
 	case TypeInvocation:
 		bh := Hash(e.Body)

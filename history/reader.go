@@ -261,7 +261,7 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 		return true, nil
 	case TypeInvocation, TypeBelief:
 		return true, decodeClient(v, e)
-	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle:
+	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle, TypeSettled:
 		return true, decodeRun(v, e)
 	case TypeInvoke:
 		return true, decodeInvoke(v, e)
@@ -603,7 +603,7 @@ func decodeContract(v *fastjson.Value) (*Contract, error) {
 	for _, f := range []struct {
 		name string
 		dst  *string
-	}{{"profile", &c.Profile}, {"fingerprint", &c.Fingerprint}} {
+	}{{"profile", &c.Profile}, {"fingerprint", &c.Fingerprint}, {"repeat", &c.Repeat}} {
 		if *f.dst, err = str(v, f.name, false); err != nil {
 			return nil, err
 		}
@@ -611,7 +611,7 @@ func decodeContract(v *fastjson.Value) (*Contract, error) {
 	for _, f := range []struct {
 		name string
 		dst  *int
-	}{{"missing_key", &c.MissingKey}, {"reuse", &c.Reuse}, {"in_flight", &c.InFlight}} {
+	}{{"missing_key", &c.MissingKey}, {"reuse", &c.Reuse}, {"in_flight", &c.InFlight}, {"repeat_status", &c.RepeatStatus}} {
 		n, err := integer(v, f.name, false)
 		if err != nil {
 			return nil, err

@@ -33,7 +33,7 @@ type OracleRead struct {
 	NS      int64
 }
 
-// addRun applies a step, budget, environment or oracle event; attempts and
+// addRun applies a step, budget, environment, oracle or settled event; attempts and
 // effects are how many the loader holds so far.
 func (h *History) addRun(e *Event, attempts, effects int) {
 	switch e.Type {
@@ -57,6 +57,8 @@ func (h *History) addRun(e *Event, attempts, effects int) {
 		}
 	case TypeOracle:
 		h.Oracle = append(h.Oracle, OracleRead{Source: e.Source, Effects: e.Read, Got: e.Got, NS: e.NS})
+	case TypeSettled:
+		h.Settled = append(h.Settled, e.NS)
 	}
 }
 
@@ -126,6 +128,12 @@ func (h *History) Through(i int) *History {
 			out.Oracle = append(out.Oracle, r)
 		}
 	}
+	out.Settled = nil
+	for _, ns := range h.Settled {
+		if ns <= next.NS {
+			out.Settled = append(out.Settled, ns)
+		}
+	}
 	for j := range out.Attempts {
 		if out.Attempts[j].Complete > next.NS {
 			out.Attempts = reopen(out.Attempts, next.NS)
@@ -145,4 +153,25 @@ func reopen(attempts []Attempt, end int64) []Attempt {
 		}
 	}
 	return out
+}
+
+// OpenUntil returns when attempt a may have stopped running on the server:
+// its completion, except for an attempt that ended info (a timeout, a
+// reset), whose server-side work may have gone on after the client gave
+// up — it is held open until the first settle that followed it (a settled
+// event), or the end of the history when none did. An attempt without a
+// completion is open until the end, as [Attempt.End] says.
+func (h *History) OpenUntil(a *Attempt) int64 {
+	if a.Complete < 0 {
+		return h.End
+	}
+	if a.Outcome != Info || len(h.Settled) == 0 {
+		return a.Complete
+	}
+	for _, ns := range h.Settled {
+		if ns >= a.Complete {
+			return ns
+		}
+	}
+	return a.Complete
 }

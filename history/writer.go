@@ -181,6 +181,8 @@ func AppendEvent(dst []byte, e *Event) []byte {
 	case TypeEnvironment:
 		dst = appendOptString(dst, "error", e.Error)
 		dst = appendInt(dst, "ns", e.NS)
+	case TypeSettled:
+		dst = appendInt(dst, "ns", e.NS)
 	case TypeOracle:
 		dst = appendOptString(dst, "source", e.Source)
 		dst = appendInt(dst, "effects", int64(e.Read))
@@ -323,6 +325,10 @@ func appendContract(dst []byte, c *Contract) []byte {
 	}
 	if c.RetentionGapMS != 0 {
 		dst = appendInt(dst, "retention_gap_ms", c.RetentionGapMS)
+	}
+	if c.Repeat != "" {
+		dst = appendOptString(dst, "repeat", c.Repeat)
+		dst = appendInt(dst, "repeat_status", int64(c.RepeatStatus))
 	}
 	if c.MaxKeyLength != 0 {
 		dst = appendInt(dst, "max_key_length", c.MaxKeyLength)

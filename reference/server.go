@@ -278,6 +278,8 @@ const (
 // access log line and the metrics.
 func (s *server) handle(route string, auth authKind, h func(http.ResponseWriter, *http.Request, *reqCtx)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.metrics.inFlight.Inc()
+		defer s.metrics.inFlight.Dec()
 		start := time.Now()
 		rc := &reqCtx{id: requestID(r), key: r.Header.Get(headerIdempotencyKey)}
 		w.Header().Set(headerRequestID, rc.id)

@@ -12,6 +12,10 @@ func (s *Scenario) Profile() (checkers.Profile, error) {
 	if s.ContractOverride != nil {
 		return s.ContractOverride.Profile, nil
 	}
+	if c := s.Contract; c.Repeat == checkers.RepeatRefuse {
+		// The loader filled its codes (fill).
+		return checkers.Profile{Name: "custom", MissingKey: c.MissingKey, Reuse: c.Reuse, InFlight: c.InFlight, Refuse: c.RepeatStatus}, nil
+	}
 	switch s.Contract.Profile {
 	case "", defaultProfile:
 		return checkers.DefaultProfile(), nil

@@ -169,9 +169,18 @@ func (tr *Traffic) fill(tokens int) {
 	tr.MaxRequests = orInt(tr.MaxRequests, d.MaxRequests)
 }
 
-// fill resolves the profile: custom when codes were given without one,
-// and the codes of a built-in profile.
+// fill resolves the profile: custom when codes were given without one or
+// the service refuses every repeat, and the codes of a built-in profile.
 func (c *Contract) fill() {
+	if c.Repeat == checkers.RepeatRefuse {
+		// Every repeat gets the refusal: reuse and in flight are it,
+		// unless the team's contract names them.
+		c.Profile = "custom"
+		c.MissingKey = orInt(c.MissingKey, checkers.DefaultProfile().MissingKey)
+		c.Reuse = orInt(c.Reuse, c.RepeatStatus)
+		c.InFlight = orInt(c.InFlight, c.RepeatStatus)
+		return
+	}
 	if c.Profile == "" {
 		c.Profile = defaultProfile
 		if c.MissingKey != 0 || c.Reuse != 0 || c.InFlight != 0 {

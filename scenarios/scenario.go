@@ -230,6 +230,14 @@ type Contract struct {
 	// When set, some duplicates are re-serialised to probe it; "" sends
 	// none (see also [Traffic.Retyped]).
 	Fingerprint string `yaml:"fingerprint" json:"fingerprint,omitempty"`
+	// Repeat is how the service answers a repeat of a key: "" (the first
+	// answer replayed) or "refuse": every repeat — an identical retry
+	// after success, a duplicate in flight, a reuse — gets RepeatStatus,
+	// never a replay. The refusal is then the expected answer to an
+	// identical retry and the client does not retry it; reuse and
+	// in_flight default to RepeatStatus, missing_key to 400.
+	Repeat       string `yaml:"repeat" json:"repeat,omitempty"`
+	RepeatStatus int    `yaml:"repeat_status" json:"repeat_status,omitempty"`
 	// MaxKeyLength is the longest idempotency key the service keeps whole
 	// (0: no limit). A service that truncates keys merges the intents whose
 	// keys share the kept prefix, silently; Load refuses a scenario whose
@@ -345,7 +353,10 @@ type Effects struct {
 	// an effect with that id is attributed to the request's intent.
 	ResponseID string `yaml:"response_id" json:"response_id,omitempty"`
 	// Settle is how long to wait for asynchronous effects (the queue) to
-	// drain before reading them (default 0; reference targets poll instead).
+	// drain before reading them, after every step (default 0: one client
+	// timeout, bounded, after a step in which an attempt timed out, whose
+	// work may still be running; reference targets count their handlers
+	// instead). The effects are then read until two reads agree.
 	Settle time.Duration `yaml:"settle" json:"settle,omitempty"`
 	_      struct{}
 }

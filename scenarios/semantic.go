@@ -232,6 +232,22 @@ func (t *tree) checkFaults(p string) {
 
 func (t *tree) checkContract() {
 	profile, set := t.str("/contract/profile")
+	if repeat, ok := t.str("/contract/repeat"); ok {
+		if repeat != checkers.RepeatRefuse {
+			t.errorf(t.posOf("/contract/repeat"), "contract.repeat: %q is not a repeat contract (refuse: every repeat of a key gets repeat_status; leave it out for a replay)", repeat)
+			return
+		}
+		if !t.has("/contract/repeat_status") {
+			t.errorf(t.keyPos("/contract/repeat"), "contract.repeat: refuse needs repeat_status, the status every repeat gets (412)")
+		}
+		if set && profile != "custom" {
+			t.errorf(t.keyPos("/contract/profile"), "contract.profile: %s fixes its codes; a service that refuses every repeat is described by repeat: refuse alone (profile custom)", profile)
+		}
+		return
+	}
+	if t.has("/contract/repeat_status") {
+		t.errorf(t.keyPos("/contract/repeat_status"), "contract.repeat_status: set only with repeat: refuse")
+	}
 	var codes []string
 	for _, c := range []string{"missing_key", "reuse", "in_flight"} {
 		if t.has("/contract/" + c) {

@@ -12,7 +12,9 @@ type Case struct {
 	// progress, c duplicate-key 500, d replay without Location, e burst
 	// after retention expiry, f loose payload comparison, g global key
 	// space, h replay from a second execution, i cached 5xx; and issue 23's
-	// j check-then-insert on SQLite, k an upsert claim on MariaDB.
+	// j check-then-insert on SQLite, k an upsert claim on MariaDB, l a claim
+	// not held across instances (its second order lands late), m a claim
+	// recorded after the write by a service that refuses every repeat.
 	Class string
 	// Command is the service's program and its first arguments when it is
 	// not cmd/foreignsvc (a service in another language): a program on
@@ -38,6 +40,11 @@ type Case struct {
 	Cause string
 	// Flaw says in one line what is wrong with the service.
 	Flaw string
+	// Listing, when set, is the path of the service's own listing of the
+	// orders it made ({"orders":[{"idempotency_key":…}],"charging":N}),
+	// read after each run once N (requests it is handling) is 0: what the
+	// service really made, to set beside what idemchaos reported.
+	Listing string
 }
 
 // DatabaseKind names the database a service keeps its data in.
@@ -76,6 +83,10 @@ func Cases() []Case {
 			Scenario: dir + "orderdesk/listing.yaml"},
 		{Name: "stockroom", Team: "stockroom", Args: []string{"-svc", "stockroom"}, Database: MariaDB,
 			Scenario: dir + "stockroom/scenario.yaml"},
+		{Name: "fleet", Team: "fleet", Args: []string{"-svc", "fleet"},
+			Scenario: dir + "fleet/scenario.yaml", Listing: "/admin/orders"},
+		{Name: "boxoffice", Team: "boxoffice", Args: []string{"-svc", "boxoffice"},
+			Scenario: dir + "boxoffice/scenario.yaml"},
 
 		{Name: "ledger-fingerprint-clock", Team: "ledger", Class: "a",
 			Args:     []string{"-svc", "ledger", "-fingerprint-command"},
@@ -121,6 +132,14 @@ func Cases() []Case {
 			Args:     []string{"-svc", "stockroom", "-upsert-claim"},
 			Scenario: dir + "stockroom/scenario.yaml", Expect: "exactly-once", Cause: "not atomic",
 			Flaw: "the claim is an upsert whose affected-row count (2 for an updated duplicate) is read as 'new key': every retry places another order"},
+		{Name: "fleet-local-claims", Team: "fleet", Class: "l",
+			Args:     []string{"-svc", "fleet", "-local-claims"},
+			Scenario: dir + "fleet/scenario.yaml", Expect: "exactly-once", Cause: "not held across instances", Listing: "/admin/orders",
+			Flaw: "the in-progress claim lives in each instance's memory: a retry that reaches the other instance while the first still charges places a second order, which lands after the client's 201"},
+		{Name: "boxoffice-claim-after-write", Team: "boxoffice", Class: "m",
+			Args:     []string{"-svc", "boxoffice", "-claim-after-write"},
+			Scenario: dir + "boxoffice/scenario.yaml", Expect: "exactly-once", Cause: "not atomic",
+			Flaw: "the key is recorded only after the booking: copies that arrive together are not refused, and each books"},
 	}
 }
 

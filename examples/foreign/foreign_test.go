@@ -81,6 +81,7 @@ func TestCorpus(t *testing.T) {
 				got = append(got, fmt.Sprintf("%s%v", r.Verdict, r.Violated))
 				checkClicks(t, c, r)
 				checkAgrees(t, cli, r)
+				checkMade(t, c, r)
 				if c.Right(r.Verdict) {
 					right++
 					if !c.Correct() {
@@ -130,6 +131,23 @@ func checkClicks(t *testing.T, c foreign.Case, r foreign.SeedResult) {
 	}
 	if c.Class == "c" && k.Got500 == 0 {
 		t.Errorf("seed %d: no copy of %d double clicks got 500: the duplicate-key race was not provoked (history %s)", r.Seed, k.Clicks, r.History)
+	}
+}
+
+// checkMade asserts, for a service that lists what it made, that the
+// duplicates reported are the ones it really made: none for a correct
+// service, and for a flawed one every extra order, the late ones included.
+func checkMade(t *testing.T, c foreign.Case, r foreign.SeedResult) {
+	t.Helper()
+	if c.Listing == "" || r.History == "" {
+		return
+	}
+	t.Logf("seed %d: the service made %d orders for %d keys; %d duplicates reported", r.Seed, r.Made, r.Keys, r.Reported)
+	if r.Reported != r.Made-r.Keys {
+		t.Errorf("seed %d: %d duplicates reported, the service made %d (%d orders for %d keys; history %s)", r.Seed, r.Reported, r.Made-r.Keys, r.Made, r.Keys, r.History)
+	}
+	if c.Correct() && r.Made != r.Keys {
+		t.Errorf("seed %d: a correct service made %d orders for %d keys", r.Seed, r.Made, r.Keys)
 	}
 }
 

@@ -49,6 +49,11 @@ type SeedResult struct {
 	// an offline check of History must say the same.
 	RunVerdict checkers.Verdict
 	RunMet     bool
+	// Made and Keys are, for a case with a Listing, the orders the service
+	// really made for this run's keys and how many keys have one; Reported
+	// is the duplicates exactly-once reported (an intent's N effects are
+	// N-1 duplicates).
+	Made, Keys, Reported int
 }
 
 // Right says the verdict is the one the case expects.
@@ -228,6 +233,12 @@ func (e Env) Run(ctx context.Context, c Case, seeds []int64, onSeed func(SeedRes
 			return out, ctx.Err()
 		}
 		res := c.Judge(seed, o, err)
+		if c.Listing != "" && res.History != "" {
+			if err := countMade(ctx, svc.URL+c.Listing, &res); err != nil {
+				res.Verdict, res.Detail = Error, err.Error()
+			}
+			res.Reported = reportedDuplicates(o)
+		}
 		if svc.Exited() {
 			res.Verdict, res.Detail = Error, "the service exited:\n"+svc.Stderr()
 		}

@@ -112,6 +112,10 @@ type Config struct {
 	// InFlightStatus is the status the service uses for "still processing"
 	// (default 409); the correct client retries it when Retry-After is set.
 	InFlightStatus int
+	// RefuseStatus, when set, is the status of a service that refuses every
+	// repeat of a key (contract repeat: refuse): a final answer, never
+	// retried (but by the retry-4xx client, whose mistake that is).
+	RefuseStatus int
 	// Seed makes backoff jitter reproducible: each intent draws from its own
 	// source derived from Seed and its id, so concurrency cannot reorder draws.
 	Seed     int64
@@ -348,7 +352,7 @@ func (d *runner) intent(ctx context.Context, in *Intent) {
 		// Bounded in count and in time: the budget ends the retries once an
 		// attempt went out that late, so the last ask is never early; and
 		// an overdue key is judged already.
-		if res.stop || !d.cfg.Model.retryable(res.status, d.cfg.InFlightStatus) || n == d.cfg.Retry.MaxAttempts || sent.Sub(first) >= d.cfg.Retry.Budget ||
+		if res.stop || !d.cfg.Model.retryable(res.status, d.cfg.InFlightStatus, d.cfg.RefuseStatus) || n == d.cfg.Retry.MaxAttempts || sent.Sub(first) >= d.cfg.Retry.Budget ||
 			clock != nil && d.overdue(clock) {
 			return
 		}

@@ -89,8 +89,9 @@ func (p RetryPolicy) backoff(rng *rand.Rand, n int, retryAfter time.Duration) ti
 }
 
 // retryable says whether the model sends another attempt after this ending.
-// status is 0 when no response arrived.
-func (m Model) retryable(status int, inFlight int) bool {
+// status is 0 when no response arrived; refuse is the status of a service
+// that refuses every repeat (0: none).
+func (m Model) retryable(status, inFlight, refuse int) bool {
 	switch {
 	case status == 0:
 		return true
@@ -98,6 +99,8 @@ func (m Model) retryable(status int, inFlight int) bool {
 		return false
 	case m == Retry4xx:
 		return true
+	case refuse != 0 && status == refuse:
+		return false // the service's final answer to every repeat
 	case status >= 500 || status == 408 || status == 429:
 		return true
 	case status == inFlight:

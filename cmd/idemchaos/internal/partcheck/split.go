@@ -461,7 +461,7 @@ func (sp *splitter) route(f *fact) error {
 	line, raw := f.line, f.raw
 	switch f.typ {
 	case history.TypeInvoke, history.TypeOK, history.TypeInfo, history.TypeFail, history.TypeEffect, history.TypeAck, history.TypeMeta, history.TypeFault, history.TypeInterrupted,
-		history.TypeStep, history.TypeBudget, history.TypeEnvironment, history.TypeOracle: // the last four, like an unknown type, go to every key partition
+		history.TypeStep, history.TypeBudget, history.TypeEnvironment, history.TypeOracle, history.TypeSettled: // the last five, like an unknown type, go to every key partition
 		sp.s.Events++
 		sp.s.End = max(sp.s.End, f.ns)
 	default:

@@ -4,6 +4,8 @@
 //	foreignsvc -svc ledger [-retention 24h] [-fail-every 0] [-cache-errors] [-complete-on-200-only] [-fingerprint-command] [-replay-body-only]
 //	foreignsvc -svc shopfront [-ttl 24h] [-fingerprint-parsed] [-replay-by-rerun]
 //	foreignsvc -svc accounts -dsn postgres://... [-select-then-insert] [-key-only-index]
+//	foreignsvc -svc fleet [-slow-charge 400ms] [-local-claims]
+//	foreignsvc -svc boxoffice [-claim-after-write]
 //	foreignsvc -svc stockroom -dsn 'root@tcp(127.0.0.1:3306)/stock' [-upsert-claim]
 //
 // It listens on -addr (default a free loopback port) and prints
@@ -24,6 +26,8 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/examples/foreign/accounts"
+	"github.com/idemchaos/idemchaos/examples/foreign/boxoffice"
+	"github.com/idemchaos/idemchaos/examples/foreign/fleet"
 	"github.com/idemchaos/idemchaos/examples/foreign/ledger"
 	"github.com/idemchaos/idemchaos/examples/foreign/shopfront"
 	"github.com/idemchaos/idemchaos/examples/foreign/stockroom"
@@ -38,7 +42,7 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("foreignsvc", flag.ContinueOnError)
-	svc := fs.String("svc", "", "the service: ledger, shopfront, accounts or stockroom")
+	svc := fs.String("svc", "", "the service: ledger, shopfront, fleet, boxoffice, accounts or stockroom")
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	var lo ledger.Options
 	fs.DurationVar(&lo.Retention, "retention", 0, "ledger: how long keys are kept (default 24h)")
@@ -51,6 +55,11 @@ func run(args []string) error {
 	fs.DurationVar(&so.TTL, "ttl", 0, "shopfront: how long keys are remembered (default 24h)")
 	fs.BoolVar(&so.FingerprintParsed, "fingerprint-parsed", false, "shopfront: compare the parsed order")
 	fs.BoolVar(&so.ReplayByRerun, "replay-by-rerun", false, "shopfront: rebuild replays by re-running the handler")
+	var fo fleet.Options
+	fs.DurationVar(&fo.SlowCharge, "slow-charge", 0, "fleet: how long a charge takes on the first instance (default 400ms)")
+	fs.BoolVar(&fo.LocalClaims, "local-claims", false, "fleet: keep in-progress claims in each instance's memory")
+	var bo boxoffice.Options
+	fs.BoolVar(&bo.ClaimAfterWrite, "claim-after-write", false, "boxoffice: record the key only after the booking")
 	var ao accounts.Options
 	dsn := fs.String("dsn", os.Getenv("ACCOUNTS_DSN"), "accounts: Postgres DSN (env ACCOUNTS_DSN); stockroom: MariaDB DSN (user@tcp(host:port)/db)")
 	fs.BoolVar(&ao.SelectThenInsert, "select-then-insert", false, "accounts: the first release's claim")
@@ -69,6 +78,10 @@ func run(args []string) error {
 		h = ledger.New(lo)
 	case "shopfront":
 		h = shopfront.New(so)
+	case "fleet":
+		h = fleet.New(fo)
+	case "boxoffice":
+		h = boxoffice.New(bo)
 	case "accounts":
 		if *dsn == "" {
 			return errors.New("accounts needs -dsn")
@@ -89,7 +102,7 @@ func run(args []string) error {
 		defer closeDB()
 		h = handler
 	default:
-		return fmt.Errorf("unknown -svc %q (ledger, shopfront, accounts or stockroom)", *svc)
+		return fmt.Errorf("unknown -svc %q (ledger, shopfront, fleet, boxoffice, accounts or stockroom)", *svc)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
