@@ -3,14 +3,11 @@ package harness
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +16,7 @@ import (
 	"github.com/idemchaos/idemchaos/harness/driver"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/addrgate"
+	"github.com/idemchaos/idemchaos/internal/clientpath"
 )
 
 // clientPath is a client step's fault proxy: one listener per intent in
@@ -126,7 +124,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if hit && !ans.Forward {
 		if ans.Cut != "" {
-			cut(w, ans.Cut == faults.CutReset)
+			clientpath.Cut(w, ans.Cut == faults.CutReset)
 			done(history.Event{Type: history.TypeFail, Error: "the fault proxy " + map[bool]string{true: "reset", false: "closed"}[ans.Cut == faults.CutReset] + " the connection before forwarding"})
 			return
 		}
@@ -148,20 +146,16 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case hit && ans.Cut == faults.CutReset:
-		cut(w, true)
+		clientpath.Cut(w, true)
 		done(history.Event{Type: history.TypeInfo, Error: "the fault proxy reset the connection after the upstream answered"})
 	case hit && ans.Cut == faults.CutStall:
-		l.stall(w, r, ans.Delay)
+		clientpath.Stall(w, ans.Delay, l.ended)
 		done(history.Event{Type: history.TypeInfo, Error: "the fault proxy sent no answer after the upstream answered (a stall past the client's deadline)"})
 	case hit && ans.Status != 0:
 		done(l.answer(w, ans))
 	default:
 		if hit && ans.Delay > 0 {
-			select {
-			case <-time.After(ans.Delay):
-			case <-r.Context().Done():
-			case <-l.ended:
-			}
+			clientpath.Delay(ans.Delay, r.Context().Done(), l.ended)
 		}
 		for k, vs := range resp.header {
 			w.Header()[k] = vs
@@ -172,7 +166,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		}
 		e := history.Event{Type: history.TypeOK, Resp: &history.Response{Status: resp.status, Headers: recordedHeaders(resp.header), Body: resp.body},
-			RetryAfterMS: retryAfterMS(resp.header.Get("Retry-After"))}
+			RetryAfterMS: clientpath.RetryAfterMS(resp.header.Get("Retry-After"))}
 		done(e)
 	}
 }
@@ -180,66 +174,9 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // answer writes the proxy's own answer ans in the upstream's stead and
 // returns its ok event.
 func (l *listener) answer(w http.ResponseWriter, ans faults.Answer) history.Event {
-	h := w.Header()
-	body := ans.Body
-	if body == "" {
-		// The reference's error shape: clients decide from the body too.
-		b, _ := json.Marshal(map[string]string{"error": ans.Code, "message": fmt.Sprintf("%d from idemchaos's fault proxy", ans.Status)})
-		body = string(b)
-		h.Set("Content-Type", "application/json")
-	}
-	for k, v := range ans.Headers {
-		h.Set(k, v)
-	}
-	if h.Get("Content-Type") == "" {
-		h.Set("Content-Type", "application/json")
-	}
-	if ans.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(ans.RetryAfter.Seconds()))))
-	}
-	w.WriteHeader(ans.Status)
-	_, _ = io.WriteString(w, body)
-	if fl, ok := w.(http.Flusher); ok {
-		fl.Flush()
-	}
-	return history.Event{Type: history.TypeOK, Resp: &history.Response{Status: ans.Status, Headers: recordedHeaders(h), Body: []byte(body)},
-		RetryAfterMS: retryAfterMS(h.Get("Retry-After"))}
-}
-
-// cut ends the client's connection without an answer: reset (RST) or
-// closed.
-func cut(w http.ResponseWriter, reset bool) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		return
-	}
-	if tc, ok := conn.(*net.TCPConn); ok && reset {
-		_ = tc.SetLinger(0)
-	}
-	_ = conn.Close()
-}
-
-// stall holds the client's connection without a byte until the client
-// gives up (closes it), its invocation ends, or hold runs out.
-func (l *listener) stall(w http.ResponseWriter, r *http.Request, hold time.Duration) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	gone := make(chan struct{})
-	go func() {
-		defer close(gone)
-		_, _ = io.Copy(io.Discard, conn) // EOF: the client hung up
-	}()
-	if hold <= 0 {
-		hold = time.Minute
-	}
-	select {
-	case <-gone:
-	case <-l.ended:
-	case <-time.After(hold):
-	}
+	h, body := clientpath.Answer(w, ans)
+	return history.Event{Type: history.TypeOK, Resp: &history.Response{Status: ans.Status, Headers: recordedHeaders(h), Body: body},
+		RetryAfterMS: clientpath.RetryAfterMS(h.Get("Retry-After"))}
 }
 
 // upstreamAnswer is the upstream's answer, read to its end.
@@ -343,20 +280,4 @@ func recordedHeaders(h http.Header) history.Headers {
 		out = append(out, history.Header{Name: k, Value: v})
 	}
 	return out
-}
-
-// retryAfterMS is the delay a Retry-After value asks for, in
-// milliseconds: delay-seconds or an HTTP-date (0 for none or garbage).
-func retryAfterMS(v string) int64 {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
-		return s * 1000
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t).Milliseconds(), 0)
-	}
-	return 0
 }

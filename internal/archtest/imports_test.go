@@ -42,7 +42,7 @@ var rules = map[string]rule{
 	"harness/broker/nats":   {may: []string{"harness/broker", "internal/addrgate"}},
 	"harness/mariadbtest":   {may: []string{"harness/pgtest", "internal/mariadb"}},
 	"harness": {may: append([]string{"checkers", "faults", "harness/driver", "harness/oracle", "harness/internal/sut", "harness/broker", "history", "reference", "scenarios",
-		"internal/env", "internal/netaddr", "internal/addrgate"}, infra...)},
+		"internal/env", "internal/netaddr", "internal/addrgate", "internal/clientpath"}, infra...)},
 	"harness/internal/sut":             {may: []string{"faults", "scenarios", "internal/addrgate", "internal/proxy"}},
 	"harness/docker":                   {may: []string{"faults", "reference", "scenarios", "harness/internal/sut", "internal/dockerenv", "internal/proxy"}},
 	"report":                           {may: []string{"checkers", "harness", "history"}},
@@ -67,7 +67,8 @@ var rules = map[string]rule{
 	"internal/faultschema":             {may: []string{"faults", "internal/faultschema"}}, // its gen.go imports it
 	"cmd/idemchaos/internal/partcheck": {may: []string{"checkers", "history", "internal/unionfind"}},
 	"cmd/idemchaos/internal/scaffold":  {},
-	"cmd/idemchaos/internal/recorder":  {may: []string{"history", "scenarios"}},
+	"cmd/idemchaos/internal/recorder":  {may: []string{"history", "scenarios", "faults", "internal/clientpath"}},
+	"internal/clientpath":              {may: []string{"faults"}},
 	"cmd/idemchaos/internal/shard":     {may: []string{"report"}},
 	"cmd/idemchaos/internal/together":  {may: []string{"history"}},
 	"cmd/idemchaos/internal/leftover":  {may: []string{"internal/runenv", "internal/dockerenv"}},
