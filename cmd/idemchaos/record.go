@@ -29,6 +29,9 @@ type recordFlags struct {
 	keyHeader    string
 	redact       []string
 	timeout      time.Duration
+	intentHeader string
+	faults       string
+	seed         int64
 }
 
 func (m *Main) recordCmd() *cobra.Command {
@@ -51,6 +54,20 @@ the Authorization header (the credential itself is never written). An attempt
 the upstream never saw (no connection) is "fail"; one sent without a whole
 response back (a timeout, a reset) is "info": it may have executed.
 
+With --intent-header NAME, the intent of every attempt is the value of that
+request header — set by your end-to-end suite once per user action, kept across
+its retries — so the recording is a client history: attempts are numbered per
+intent, and check judges it with the client invariants (key-stable,
+payload-stable, key-per-intent, no-retry-permanent, retry-after-honoured, ...).
+A re-keying app is caught from its own test suite. The header is not forwarded.
+
+--faults FILE.yaml (needs --intent-header) injects client-path faults into the
+live traffic: a file holding a faults: list written as a client scenario's
+(response-drop, gateway-5xx, rate-limit, unavailable, in-flight, reject, refuse,
+stall, latency), aimed per attempt of each intent by its when: (fraction, nth,
+attempt, attempts, every; at/for alone: a window from the start), the intents a
+fraction hits drawn from --seed and the intent's name.
+
 The headers named by --redact, and body fields of those names in JSON and form
 bodies, are written as "[redacted]"; clients and the upstream see the real values.
 
@@ -61,7 +78,8 @@ nothing more, and exits 3 counting the attempts the file holds. The upstream and
 listen address must be loopback unless --allow-remote.`,
 		Example: `  idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history clicks.jsonl
   idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history run.jsonl -s my-api.yaml
-  idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history run.jsonl --tenant-header X-Tenant-ID --redact Authorization,card_number`,
+  idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history run.jsonl --tenant-header X-Tenant-ID --redact Authorization,card_number
+  idemchaos record --listen 127.0.0.1:9090 --upstream http://127.0.0.1:8090 --history e2e.jsonl --intent-header X-Test-Intent --faults drops.yaml --seed 7`,
 		Args: cobra.NoArgs,
 		// A signal is how a recording ends: it answers for itself (130,
 		// with the history's path).
@@ -80,6 +98,9 @@ listen address must be loopback unless --allow-remote.`,
 	fl.StringVar(&f.keyHeader, "key-header", "", "the idempotency-key header (default: the scenario's, else Idempotency-Key)")
 	fl.StringSliceVar(&f.redact, "redact", recorder.DefaultRedact, "headers and body fields written as [redacted]")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long one upstream exchange may take")
+	fl.StringVar(&f.intentHeader, "intent-header", "", "the request header naming each attempt's intent: a client history, judged by the client invariants (not forwarded)")
+	fl.StringVar(&f.faults, "faults", "", "a YAML file with a faults: list of client-path faults to inject (needs --intent-header)")
+	fl.Int64Var(&f.seed, "seed", 1, "the seed that aims --faults' fractions at intents")
 	_ = cmd.MarkFlagRequired("upstream")
 	_ = cmd.MarkFlagRequired("history")
 	return cmd
@@ -102,7 +123,24 @@ func (m *Main) runRecord(cmd *cobra.Command, f recordFlags) error {
 	if err != nil {
 		return usageError(fmt.Errorf("record: %w", err))
 	}
-	opts := recorder.Options{Upstream: up, Dial: g.For("--upstream").DialContext, KeyHeader: f.keyHeader, Redact: f.redact, Timeout: f.timeout, Scenario: "recording"}
+	opts := recorder.Options{Upstream: up, Dial: g.For("--upstream").DialContext, KeyHeader: f.keyHeader, Redact: f.redact, Timeout: f.timeout, Scenario: "recording",
+		IntentHeader: f.intentHeader, Seed: f.seed}
+	if f.faults != "" {
+		if f.intentHeader == "" {
+			return usageError(errors.New("record: --faults needs --intent-header: a fault is aimed at the attempts of an intent, and without it record knows no intents"))
+		}
+		specs, err := scenarios.LoadFaults(f.faults)
+		if err != nil {
+			return usageError(err)
+		}
+		for i, spec := range specs {
+			a, err := recorder.NewAim(i, spec)
+			if err != nil {
+				return usageError(fmt.Errorf("%s: %w", f.faults, err))
+			}
+			opts.Faults = append(opts.Faults, a)
+		}
+	}
 	if f.scenario != "" {
 		s, err := scenarios.Load(f.scenario)
 		if err != nil {
@@ -154,6 +192,7 @@ func (m *Main) runRecord(cmd *cobra.Command, f recordFlags) error {
 	// Requests in flight finish and are recorded before the file closes.
 	shutdown, cancel := context.WithTimeout(context.Background(), f.timeout+time.Second)
 	defer cancel()
+	rec.Close() // a stalled attempt lets go
 	_ = srv.Shutdown(shutdown)
 	ferr := rec.Flush()
 	if ferr != nil {

@@ -20,6 +20,8 @@ func TestMain(m *testing.M) {
 	// Inside the network namespace of the gate's test, the binary runs
 	// that test's paths and exits.
 	maybeNetnsChild()
+	// The app record_intents_test.go drives through record.
+	maybeRecordApp()
 	// Runs against the reference start copies of this test binary.
 	harness.MaybeChild()
 	// The commands' histories go under the working directory by default:

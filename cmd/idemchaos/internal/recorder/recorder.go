@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/clientpath"
 )
 
 // DefaultRedact are the headers (and body fields) redacted by default:
@@ -59,6 +62,18 @@ type Options struct {
 	// Dial makes the default transport's connections (the command passes
 	// its address gate); nil dials directly.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// IntentHeader, when set, names the request header whose value is the
+	// intent of each attempt (the recorded test suite sets it per user
+	// action): attempts are numbered per intent, the history is a client
+	// history (meta mode "client", judged by the client invariants), and
+	// the header is not forwarded upstream. Empty: each key its own
+	// intent, as before.
+	IntentHeader string
+	// Faults are client-path faults applied to the attempts of each
+	// intent (see [NewAim]); they need IntentHeader.
+	Faults []Aim
+	// Seed picks the intents a fraction of faults hits.
+	Seed int64
 	_    struct{}
 }
 
@@ -83,6 +98,21 @@ type Recorder struct {
 	failOnce sync.Once
 	failed   chan struct{}
 	failErr  error
+
+	// intents numbers the attempts of each intent and the intents in
+	// order of first appearance (IntentHeader).
+	imu     sync.Mutex
+	intents map[string]*intentState
+	// done is closed when the recorder is shutting down: a stalled
+	// attempt lets go.
+	done     chan struct{}
+	doneOnce sync.Once
+}
+
+// intentState is one intent's count of attempts and its place in order
+// of first appearance.
+type intentState struct {
+	index, attempts int
 }
 
 // New writes the meta line to w and returns the proxy.
@@ -98,6 +128,9 @@ func New(w *history.Writer, opts Options) (*Recorder, error) {
 	}
 	if opts.Redact == nil {
 		opts.Redact = DefaultRedact
+	}
+	if len(opts.Faults) > 0 && opts.IntentHeader == "" {
+		return nil, errors.New("recorder: faults need an intent header: a fault is aimed at attempts of an intent")
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
@@ -120,12 +153,20 @@ func New(w *history.Writer, opts Options) (*Recorder, error) {
 		}
 	}
 	r := &Recorder{opts: opts, w: w, start: time.Now(), clients: map[string]int{}, redact: map[string]bool{}, failed: make(chan struct{}),
+		intents: map[string]*intentState{}, done: make(chan struct{}),
 		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	for _, n := range opts.Redact {
 		r.redact[strings.ToLower(n)] = true
 	}
-	err := r.commit(&history.Event{Type: history.TypeMeta, V: history.Version, Scenario: opts.Scenario,
-		Started: r.start.UTC().Format(time.RFC3339Nano), Contract: opts.Contract})
+	meta := &history.Event{Type: history.TypeMeta, V: history.Version, Scenario: opts.Scenario,
+		Started: r.start.UTC().Format(time.RFC3339Nano), Contract: opts.Contract}
+	if opts.IntentHeader != "" {
+		// The client's own traffic, with its intents: the client suite
+		// judges it (its contract the default, as for a client scenario
+		// that declares none).
+		meta.Mode = history.ModeClient
+	}
+	err := r.commit(meta)
 	return r, err
 }
 
@@ -151,6 +192,23 @@ func (r *Recorder) commit(e *history.Event) error {
 		})
 	}
 	return err
+}
+
+// Close lets go of attempts held by a stall: the recording is ending.
+func (r *Recorder) Close() { r.doneOnce.Do(func() { close(r.done) }) }
+
+// attempt numbers one more attempt of intent: its number (from 1) and
+// the intent's place in order of first appearance (from 0).
+func (r *Recorder) attempt(intent string) (n, index int) {
+	r.imu.Lock()
+	defer r.imu.Unlock()
+	st, ok := r.intents[intent]
+	if !ok {
+		st = &intentState{index: len(r.intents)}
+		r.intents[intent] = st
+	}
+	st.attempts++
+	return st.attempts, st.index
 }
 
 // Failed is closed when a write to the history failed; [Recorder.Err]
@@ -230,13 +288,57 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	op := r.ops.Add(1)
 	key := req.Header.Get(r.opts.KeyHeader)
+	inv := &history.Event{Type: history.TypeInvoke, Op: op, Tenant: r.opts.Tenant(req, body), Key: key,
+		Client: r.clientOf(req.RemoteAddr),
+		Req:    &history.Request{Method: req.Method, Path: req.URL.Path, Headers: r.headers(req.Header), Body: r.redactBody(req.Header.Get("Content-Type"), body)}}
+	var (
+		aim Aim
+		hit bool
+	)
+	if r.opts.IntentHeader != "" {
+		inv.Intent = req.Header.Get(r.opts.IntentHeader)
+		if inv.Intent == "" {
+			// A request the suite did not name is an intent of its own:
+			// never merged with another, so never a false alarm.
+			inv.Intent = fmt.Sprintf("unnamed-%d", op)
+		}
+		var index int
+		inv.Attempt, index = r.attempt(inv.Intent)
+		at := time.Since(r.start)
+		for _, a := range r.opts.Faults {
+			if a.hits(r.opts.Seed, inv.Intent, index, inv.Attempt, at) {
+				aim, hit = a, true
+				break
+			}
+		}
+	}
+	inv.NS = r.now()
 	// The invoke is in the file before the upstream sees the request: what
 	// the upstream executed, the history knows of.
-	if err := r.commit(&history.Event{Type: history.TypeInvoke, Op: op, Tenant: r.opts.Tenant(req, body), Key: key,
-		Client: r.clientOf(req.RemoteAddr), NS: r.now(),
-		Req: &history.Request{Method: req.Method, Path: req.URL.Path, Headers: r.headers(req.Header), Body: r.redactBody(req.Header.Get("Content-Type"), body)}}); err != nil {
+	if err := r.commit(inv); err != nil {
 		refuse(w, err)
 		return
+	}
+	ans := aim.answer
+	if hit {
+		detail, _ := json.Marshal(map[string]any{"intent": inv.Intent, "attempt": inv.Attempt, "forwarded": ans.Forward})
+		if err := r.commit(&history.Event{Type: history.TypeFault, Fault: aim.Kind, Action: "fire", Op: op, NS: r.now(), Detail: detail}); err != nil {
+			refuse(w, err)
+			return
+		}
+		if !ans.Forward {
+			// The upstream never sees it: the proxy answers, or cuts.
+			if ans.Cut != "" {
+				clientpath.Cut(w, ans.Cut == faults.CutReset)
+				how := map[bool]string{true: "reset", false: "closed"}[ans.Cut == faults.CutReset]
+				r.record(&history.Event{Type: history.TypeFail, Op: op, NS: r.now(), By: "proxy", Error: "the fault proxy " + how + " the connection before forwarding"})
+				return
+			}
+			h, b := clientpath.Answer(w, ans)
+			r.record(&history.Event{Type: history.TypeOK, Op: op, NS: r.now(), By: "proxy",
+				Resp: &history.Response{Status: ans.Status, Headers: r.headers(h), Body: b}, RetryAfterMS: clientpath.RetryAfterMS(h.Get("Retry-After"))})
+			return
+		}
 	}
 	r.forwarded.Add(1)
 
@@ -258,6 +360,11 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	out.Header = req.Header.Clone()
 	for _, h := range hopByHop {
 		out.Header.Del(h)
+	}
+	if r.opts.IntentHeader != "" {
+		// The intent is the test suite's note to the recorder, not part
+		// of the app's request.
+		out.Header.Del(r.opts.IntentHeader)
 	}
 	if out.Header.Get("User-Agent") == "" {
 		out.Header["User-Agent"] = nil // Go's default would be a lie about the client
@@ -282,12 +389,35 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.finish(w, op, history.TypeInfo, fmt.Sprintf("status %d, then the body was cut: %s", resp.StatusCode, describe(rerr, r.opts.Timeout)))
 		return
 	}
+	if hit {
+		// The upstream executed; the fault replaces, drops or delays
+		// its answer, as on a client run's path.
+		switch {
+		case ans.Cut == faults.CutReset:
+			clientpath.Cut(w, true)
+			r.record(&history.Event{Type: history.TypeInfo, Op: op, NS: r.now(), By: "proxy", Forwarded: true, Error: "the fault proxy reset the connection after the upstream answered"})
+			return
+		case ans.Cut == faults.CutStall:
+			clientpath.Stall(w, ans.Delay, r.done)
+			r.record(&history.Event{Type: history.TypeInfo, Op: op, NS: r.now(), By: "proxy", Forwarded: true, Error: "the fault proxy sent no answer after the upstream answered (a stall past the client's deadline)"})
+			return
+		case ans.Status != 0:
+			h, b := clientpath.Answer(w, ans)
+			r.record(&history.Event{Type: history.TypeOK, Op: op, NS: r.now(), By: "proxy", Forwarded: true,
+				Resp: &history.Response{Status: ans.Status, Headers: r.headers(h), Body: b}, RetryAfterMS: clientpath.RetryAfterMS(h.Get("Retry-After"))})
+			return
+		case ans.Delay > 0:
+			clientpath.Delay(ans.Delay, req.Context().Done(), r.done)
+		}
+	}
 	// The client gets the upstream's answer even when it cannot be
 	// recorded: the upstream acted on it.
-	if r.commit(&history.Event{Type: history.TypeOK, Op: op, NS: r.now(),
-		Resp: &history.Response{Status: resp.StatusCode, Headers: r.headers(resp.Header), Body: r.redactBody(resp.Header.Get("Content-Type"), rbody)}}) == nil {
-		r.ok.Add(1)
+	ok := &history.Event{Type: history.TypeOK, Op: op, NS: r.now(),
+		Resp: &history.Response{Status: resp.StatusCode, Headers: r.headers(resp.Header), Body: r.redactBody(resp.Header.Get("Content-Type"), rbody)}}
+	if r.opts.IntentHeader != "" {
+		ok.RetryAfterMS = clientpath.RetryAfterMS(resp.Header.Get("Retry-After"))
 	}
+	r.record(ok)
 	for k, vs := range resp.Header {
 		if !isHopByHop(k) {
 			w.Header()[k] = vs
@@ -295,6 +425,21 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(rbody)
+}
+
+// record writes an attempt's outcome and counts it.
+func (r *Recorder) record(e *history.Event) {
+	if r.commit(e) != nil {
+		return
+	}
+	switch e.Type {
+	case history.TypeOK:
+		r.ok.Add(1)
+	case history.TypeFail:
+		r.fail.Add(1)
+	default:
+		r.info.Add(1)
+	}
 }
 
 // finish records an attempt without a response and tells the client.
