@@ -197,6 +197,11 @@ func TestRecord_IntentHeaderCatchesARekeyingAppFromItsSuite(t *testing.T) {
 			if drops0 != intents || dropped != intents || len(retried) != intents {
 				t.Fatalf("want %d drops fired, %d dropped first attempts and %d retries recorded", intents, intents, intents)
 			}
+			// The whole client suite: what a proxy cannot see (the app's
+			// belief, the effects) is unknown, so a clean recording exits 2.
+			if code, out, _ := runMain(t, "check", hist); code != map[int]int{1: 1, 0: 2}[c.code] || !strings.Contains(out, "UNKNOWN       truthful-outcome") {
+				t.Errorf("check of the whole suite: exit %d\n%s", code, out)
+			}
 			code, out, errs := runMain(t, "check", "--json", "--invariant", "key-stable", hist)
 			if code != c.code {
 				t.Fatalf("check: exit %d, want %d\n%s\n%s", code, c.code, out, errs)
