@@ -194,6 +194,7 @@ func (m *Main) runRecord(cmd *cobra.Command, f recordFlags) error {
 	defer cancel()
 	rec.Close() // a stalled attempt lets go
 	_ = srv.Shutdown(shutdown)
+	rec.Wait(shutdown) // the faults' hijacked connections too
 	ferr := rec.Flush()
 	if ferr != nil {
 		// The file ends where its last whole line does, with the marker

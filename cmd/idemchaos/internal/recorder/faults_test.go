@@ -1,10 +1,14 @@
 package recorder_test
 
 import (
+	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/recorder"
 	"github.com/idemchaos/idemchaos/history"
@@ -77,5 +81,58 @@ func TestRecorder_FaultsAnswerInTheUpstreamsStead(t *testing.T) {
 	}
 	if attempt[3] != [2]any{"a", 2} || attempt[4] != [2]any{"b", 2} {
 		t.Errorf("attempts numbered %v, want a and b's retries as attempt 2", attempt)
+	}
+}
+
+// A stall executes the attempt and holds the client's connection without
+// a byte until the client gives up (its own deadline): recorded as info,
+// by the proxy, forwarded.
+func TestRecorder_StallHoldsUntilTheClientGivesUp(t *testing.T) {
+	var seen atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer up.Close()
+	specs, err := scenarios.ParseFaults("f.yaml", []byte("faults:\n  - kind: stall\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := recorder.NewAim(0, specs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(up.URL)
+	var buf bytes.Buffer
+	rec, err := recorder.New(history.NewWriter(&buf), recorder.Options{Upstream: u, IntentHeader: "X-Intent", Faults: []recorder.Aim{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/orders", nil)
+	req.Header.Set("X-Intent", "a")
+	client := &http.Client{Timeout: 300 * time.Millisecond} // the client's own deadline
+	if resp, err := client.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a stalled attempt was answered %d", resp.StatusCode)
+	}
+	// The stall lets go when the client hangs up; the outcome is then
+	// written and the handler returns.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rec.Wait(ctx)
+	if seen.Load() != 1 {
+		t.Fatalf("the upstream saw %d attempts, want 1 (a stall forwards)", seen.Load())
+	}
+	h, err := history.Load(bytes.NewReader(buf.Bytes()), history.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Attempts) != 1 {
+		t.Fatalf("%d attempts recorded", len(h.Attempts))
+	}
+	if at := h.Attempts[0]; at.Outcome != history.Info || !at.Proxied || !at.Forwarded {
+		t.Fatalf("attempt %+v, want info by the proxy, forwarded", at)
 	}
 }

@@ -107,6 +107,9 @@ type Recorder struct {
 	// attempt lets go.
 	done     chan struct{}
 	doneOnce sync.Once
+	// serving counts the requests being handled: a fault's hijacked
+	// connection is not the server's to wait for, so the recorder waits.
+	serving sync.WaitGroup
 }
 
 // intentState is one intent's count of attempts and its place in order
@@ -197,6 +200,17 @@ func (r *Recorder) commit(e *history.Event) error {
 // Close lets go of attempts held by a stall: the recording is ending.
 func (r *Recorder) Close() { r.doneOnce.Do(func() { close(r.done) }) }
 
+// Wait waits until every request being handled is recorded (after
+// [Recorder.Close] and the server's shutdown), or ctx ends.
+func (r *Recorder) Wait(ctx context.Context) {
+	idle := make(chan struct{})
+	go func() { r.serving.Wait(); close(idle) }()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
+}
+
 // attempt numbers one more attempt of intent: its number (from 1) and
 // the intent's place in order of first appearance (from 0).
 func (r *Recorder) attempt(intent string) (n, index int) {
@@ -276,6 +290,8 @@ var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-A
 
 // ServeHTTP forwards one request, recording its invoke and its outcome.
 func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.serving.Add(1)
+	defer r.serving.Done()
 	body, err := io.ReadAll(io.LimitReader(req.Body, MaxBody+1))
 	if err != nil || len(body) > MaxBody {
 		// Never forwarded, so nothing for the history to judge.
