@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/idemchaos/idemchaos/checkers"
+	"github.com/idemchaos/idemchaos/internal/httptoken"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -109,29 +110,11 @@ func (f *contractFlags) apply(base checkers.Contract) (checkers.Contract, error)
 // matches nothing, and every replay would pass on it unseen.
 func headerNames(flag string, names []string) error {
 	for _, n := range names {
-		if !isToken(n) {
+		if !httptoken.Valid(n) {
 			return fmt.Errorf("%s %q: not a header name (letters, digits and !#$%%&'*+-.^_`|~ only; separate names with commas)", flag, n)
 		}
 	}
 	return nil
-}
-
-// isToken says whether s is an HTTP token (RFC 9110 §5.6.2), the form of a
-// header name.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func trimAll(list []string) []string {

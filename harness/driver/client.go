@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/internal/httptoken"
 )
 
 // The driver speaks HTTP/1.1 itself, over connections it keeps alive in a
@@ -529,11 +530,11 @@ func appendFieldValue(dst []byte, v string) []byte {
 // method is a token, header names are tokens and values hold no control
 // characters.
 func validRequest(method string, h history.Headers) error {
-	if !isToken(method) {
+	if !httptoken.Valid(method) {
 		return fmt.Errorf("%w: method %q", errInvalidRequest, method)
 	}
 	for _, f := range h {
-		if !isToken(f.Name) {
+		if !httptoken.Valid(f.Name) {
 			return fmt.Errorf("%w: header field name %q", errInvalidRequest, f.Name)
 		}
 		for i := 0; i < len(f.Value); i++ {
@@ -543,21 +544,4 @@ func validRequest(method string, h history.Headers) error {
 		}
 	}
 	return nil
-}
-
-// isToken reports whether s is an RFC 9110 token.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
