@@ -198,3 +198,24 @@ func TestWriteHTML_ClientTrails(t *testing.T) {
 		t.Error("a server run's page carries a client run's trails")
 	}
 }
+
+// TestWriteHTML_ClientTrailsFolded holds a recorded outage (retryablehttp
+// against twelve intents, in lockstep) to a page that stays readable: one
+// lane per intent, the first intents' tables open and the rest folded, in
+// a <details> that opens without scripts.
+func TestWriteHTML_ClientTrailsFolded(t *testing.T) {
+	t.Parallel()
+	rep, tls := clientReport(t, "backoff/client-recorded-retryablehttp-outage-bad.jsonl")
+	tl := timelineOf(t, tls, "backoff")
+	if len(tl.Lanes) != 12 || len(tl.Trails) != 12 {
+		t.Fatalf("%d lanes, %d trails; want one per intent of the outage (12)", len(tl.Lanes), len(tl.Trails))
+	}
+	page := renderHTML(t, rep, tls)
+	open, folded, ok := strings.Cut(page, `<details class="trails-more"><summary>9 more intents</summary>`)
+	if !ok {
+		t.Fatal("the page does not fold the intents past the first three")
+	}
+	if n, m := strings.Count(open, `<table class="trail"`), strings.Count(folded, `<table class="trail"`); n != 3 || m != 9 {
+		t.Errorf("%d tables open, %d folded; want 3 and 9", n, m)
+	}
+}

@@ -384,7 +384,16 @@ type timelineView struct {
 	Waits      []waitView
 	Rekeys     []rekeyView
 	TrailViews []trailView
+	// OpenTrails is how many trails show open, the violation's intents
+	// first; the MoreTrails after them are folded (an outage hits a dozen
+	// intents, and a dozen tables would bury the next timeline). OpenTrails
+	// is -1 when none is folded.
+	OpenTrails, MoreTrails int
 }
+
+// openTrails is how many intents' tables a client run's timeline shows
+// unfolded.
+const openTrails = 3
 
 // waitView is the wait a Retry-After asked for, drawn from the answer that
 // asked it along the row of the next attempt; Short says that attempt came
@@ -549,6 +558,10 @@ func layout(t Timeline) timelineView {
 			}
 		}
 		v.TrailViews = append(v.TrailViews, trailText(tr))
+	}
+	v.OpenTrails = -1
+	if n := len(v.TrailViews); n > openTrails {
+		v.OpenTrails, v.MoreTrails = openTrails, n-openTrails
 	}
 	return v
 }

@@ -431,7 +431,15 @@ func writeTimeline(b *htmlBuf, tv *timelineView) {
 		if i == 0 {
 			b.raw("\n<h4 class=\"trails\">Intent by intent</h4>")
 		}
+		if i == tv.OpenTrails {
+			b.raw("\n<details class=\"trails-more\"><summary>")
+			b.int(int64(tv.MoreTrails))
+			b.raw(" more intent", plural(tv.MoreTrails), "</summary>")
+		}
 		writeTrail(b, &tv.TrailViews[i])
+	}
+	if tv.MoreTrails != 0 {
+		b.raw("\n</details>")
 	}
 	b.raw("\n</section>")
 }

@@ -80,7 +80,7 @@ func TestWriteHTML_ByHandIsTheTemplate(t *testing.T) {
 	// What each page must show, so that every branch is compared.
 	shows := map[string][]string{
 		"sweep of every golden, some histories lost": {`<svg class="tl"`, `class="timeline repeat"`, `No timeline:`, `<p class="repeats">`, `reproducible (3/3)`,
-			`<table class="trail"`, `<tr class="step rekey">`, `<rect class="wait short"`, `<line class="rekey"`, `shorter than asked`, `they contradict each other`, `they agree`, `the client said it cannot know`, `proxy, forwarded`},
+			`<table class="trail"`, `<tr class="step rekey">`, `<rect class="wait short"`, `<line class="rekey"`, `shorter than asked`, `they contradict each other`, `they agree`, `the client said it cannot know`, `proxy, forwarded`, `<details class="trails-more"><summary>9 more intents</summary>`},
 		"matrix, mutants folded":              {`<details><summary>`, `class="shrunk"`, `<p class="error">`, `(expects exactly-once)`, `Catch matrix`},
 		"violations past the timeline cap":    {`<section class="undrawn">`},
 		"more violations than the page lists": {`more; the text and JSON reports list them all`},
