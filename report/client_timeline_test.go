@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -217,5 +218,44 @@ func TestWriteHTML_ClientTrailsFolded(t *testing.T) {
 	}
 	if n, m := strings.Count(open, `<table class="trail"`), strings.Count(folded, `<table class="trail"`); n != 3 || m != 9 {
 		t.Errorf("%d tables open, %d folded; want 3 and 9", n, m)
+	}
+}
+
+// TestWriteText_ClientKeySequence holds the summary of a client violation
+// to its intent's keys in one line, when the intent changed its key, and
+// the JSON report to the same sequence.
+func TestWriteText_ClientKeySequence(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ path, line string }{
+		{"key-stable/client-new-key-per-retry-bad.jsonl", "   keys of intent i-1, in the order sent: k-a → k-b\n"},
+		{"key-stable/client-three-keys-after-502s-bad.jsonl", "   keys of intent i-7, in the order sent: k-a → k-b → k-c\n"},
+	} {
+		rep, _ := clientReport(t, c.path)
+		var buf strings.Builder
+		report.WriteText(&buf, rep)
+		if !strings.Contains(buf.String(), c.line) {
+			t.Errorf("%s: the summary lacks %q:\n%s", c.path, c.line, buf.String())
+		}
+		js, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(js), `"keys":["k-`) {
+			t.Errorf("%s: the JSON report lacks the key sequence", c.path)
+		}
+	}
+	// An intent that kept its key, and a server run, have no such line.
+	for _, rep := range []report.Report{
+		func() report.Report {
+			r, _ := clientReport(t, "retry-after-honoured/client-429-ignored-bad.jsonl")
+			return r
+		}(),
+		func() report.Report { r, _ := checkedReport(t, examplePath); return r }(),
+	} {
+		var buf strings.Builder
+		report.WriteText(&buf, rep)
+		if strings.Contains(buf.String(), "keys of intent") {
+			t.Errorf("a key sequence where no key changed:\n%s", buf.String())
+		}
 	}
 }
