@@ -183,7 +183,8 @@ func TestWriteHTML_ClientTrails(t *testing.T) {
 	for _, s := range []string{
 		`<text class="lane-label" x="8" y="53">intent i-1</text>`,
 		`<line class="rekey"`, `<title>key changed before op 2: k-b, was k-a</title></line><text class="rekey-label"`,
-		`<rect class="wait short"`, `<title>Retry-After asked for 1000 ms before op 2; it came after 100.0 ms: sooner than asked</title>`,
+		`<rect class="wait short"`, `<title>Retry-After asked for 1000 ms before op 2; it came after 100.0 ms: sooner than asked (the wait runs past the drawing&#39;s end)</title>`,
+		`aria-label="timeline of intent i-1, drawn with the table below"`,
 		`<li><span class="sym rekey">┃</span>new key: the intent's key changed</li>`,
 	} {
 		if !strings.Contains(page, s) {

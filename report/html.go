@@ -549,6 +549,9 @@ func layout(t Timeline) timelineView {
 				if st.Short {
 					w.Tip += ": sooner than asked"
 				}
+				if st.WaitToMS >= t.WidthMS {
+					w.Tip += " (the wait runs past the drawing's end)"
+				}
 				v.Waits = append(v.Waits, w)
 			}
 			if st.Rekeyed {

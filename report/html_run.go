@@ -288,7 +288,11 @@ func writeTimeline(b *htmlBuf, tv *timelineView) {
 	}
 	b.raw(" Hover a bar for its request, outcome and response.</p>\n<svg class=\"tl\" viewBox=\"0 0 1000 ")
 	b.float(tv.Height)
-	b.enclose("\" role=\"img\" aria-label=\"timeline of key ", tv.Key, "\">\n<g class=\"axis\">")
+	if len(tv.Trails) > 0 {
+		b.enclose("\" role=\"img\" aria-label=\"timeline of intent ", tv.Intent, ", drawn with the table below\">\n<g class=\"axis\">")
+	} else {
+		b.enclose("\" role=\"img\" aria-label=\"timeline of key ", tv.Key, "\">\n<g class=\"axis\">")
+	}
 	for _, t := range tv.Ticks {
 		b.raw("\n<line class=\"tick\"")
 		b.attrNum("x1", t.X)
