@@ -291,6 +291,44 @@ func TestWriteHTML_InBrowser(t *testing.T) {
 		}
 	})
 
+	// A client run's page: the intents' tables read as text (the key
+	// break said in words), the key break and the asked-for wait are in
+	// the drawing with their tooltips, and folded intents open.
+	t.Run("client runs", func(t *testing.T) {
+		var runs []report.Run
+		var tls []report.Timeline
+		for _, path := range []string{"key-stable/client-new-key-per-retry-bad.jsonl", "retry-after-honoured/client-429-ignored-bad.jsonl",
+			"backoff/client-recorded-retryablehttp-outage-bad.jsonl"} {
+			rep, ts := clientReport(t, path)
+			for _, tl := range ts {
+				tl.Run = len(runs)
+				tls = append(tls, tl)
+			}
+			runs = append(runs, rep.Runs...)
+		}
+		pl, url := openReport(t, ctx, "client.html", report.New(runs), tls)
+		checkClean(t, ctx, pl, url)
+		if got := eval[string](t, ctx, `document.querySelector('table.trail tr.rekey').innerText`); !strings.Contains(got, "new key k-b (was k-a)") {
+			t.Errorf("the re-keyed attempt's row reads %q; want it to say the new key in words", got)
+		}
+		if got := eval[string](t, ctx, `document.querySelector('table.trail strong.short').parentElement.innerText`); got != "100.0 ms shorter than asked" {
+			t.Errorf("the short gap reads %q", got)
+		}
+		for _, sel := range []string{"svg.tl line.rekey", "svg.tl rect.wait.short", "table.trail caption"} {
+			if h := eval[float64](t, ctx, `document.querySelector('`+sel+`').getBoundingClientRect().height`); h <= 0 {
+				t.Errorf("%s is not drawn (height %v)", sel, h)
+			}
+		}
+		// The script turned the marks' titles into tooltips, as the bars'.
+		if n := eval[int](t, ctx, `document.querySelectorAll('svg.tl line.rekey[data-tip], svg.tl rect.wait[data-tip]').length`); n < 3 {
+			t.Errorf("%d key breaks and waits carry a tooltip, want every one (3 or more)", n)
+		}
+		if n := eval[int](t, ctx, `(() => { const d = document.querySelector('details.trails-more'); d.open = true; return d.querySelectorAll('table.trail').length; })()`); n != 9 {
+			t.Errorf("the folded intents open to %d tables, want 9", n)
+		}
+		screenshot(t, ctx)
+	})
+
 	t.Run("failure repeated across runs", func(t *testing.T) {
 		rep := sweep()
 		pl, url := openReport(t, ctx, "sweep.html", rep, report.Timelines(rep, map[string]*history.History{"h/s1.jsonl": reuseHistory(t, "k-1")}))

@@ -379,6 +379,50 @@ type timelineView struct {
 	LikeID, LikeRun string
 	LikeN           int
 	History         string
+	// A client run's timeline: the asked-for waits and the key breaks
+	// drawn on the intents' rows, and each intent's trail in words.
+	Waits      []waitView
+	Rekeys     []rekeyView
+	TrailViews []trailView
+	// OpenTrails is how many trails show open, the violation's intents
+	// first; the MoreTrails after them are folded (an outage hits a dozen
+	// intents, and a dozen tables would bury the next timeline). OpenTrails
+	// is -1 when none is folded.
+	OpenTrails, MoreTrails int
+}
+
+// openTrails is how many intents' tables a client run's timeline shows
+// unfolded.
+const openTrails = 3
+
+// waitView is the wait a Retry-After asked for, drawn from the answer that
+// asked it along the row of the next attempt; Short says that attempt came
+// sooner.
+type waitView struct {
+	X, Y, W float64
+	Short   bool
+	Tip     string
+}
+
+// rekeyView is a key break: a mark before an attempt that sent another
+// key than its intent's previous one.
+type rekeyView struct {
+	X, Y1, Y2, LabelY float64
+	Tip               string
+}
+
+// trailView is a [Trail] in words, for the table under a client run's
+// drawing.
+type trailView struct {
+	Trail
+	Summary, BeliefText, TruthText, VerdictText string
+	Rows                                        []trailRow
+}
+
+// trailRow is one attempt's row of a trail's table.
+type trailRow struct {
+	TrailStep
+	Key, PrevKey, Gap, Asked, By string
 }
 
 type tickView struct {
@@ -495,7 +539,86 @@ func layout(t Timeline) timelineView {
 		v.Marks = append(v.Marks, m)
 	}
 	v.Effs = layoutEffects(t.Effects, x, v.EffectsY+12)
+	for _, tr := range t.Trails {
+		for _, st := range tr.Steps {
+			top := rowY(st.Row)
+			if st.AskedMS > 0 {
+				w := waitView{X: x(st.WaitFromMS), Y: top + barTop + barHeight + 2, Short: st.Short}
+				w.W = math.Max(round1(x(st.WaitToMS)-w.X), 2)
+				w.Tip = fmt.Sprintf("Retry-After asked for %d ms before op %d; it came after %s ms", st.AskedMS, st.Op, fmtMS(st.GapMS))
+				if st.Short {
+					w.Tip += ": sooner than asked"
+				}
+				if st.WaitToMS >= t.WidthMS {
+					w.Tip += " (the wait runs past the drawing's end)"
+				}
+				v.Waits = append(v.Waits, w)
+			}
+			if st.Rekeyed {
+				bx := x(st.StartMS)
+				v.Rekeys = append(v.Rekeys, rekeyView{X: round1(bx - 3), Y1: top + 2, Y2: top + rowHeight - 2, LabelY: top + 10,
+					Tip: fmt.Sprintf("key changed before op %d: %s, was %s", st.Op, orNone(st.Key), orNone(st.PrevKey))})
+			}
+		}
+		v.TrailViews = append(v.TrailViews, trailText(tr))
+	}
+	v.OpenTrails = -1
+	if n := len(v.TrailViews); n > openTrails {
+		v.OpenTrails, v.MoreTrails = openTrails, n-openTrails
+	}
 	return v
+}
+
+// trailText puts a trail in words.
+func trailText(tr Trail) trailView {
+	tv := trailView{Trail: tr}
+	tv.Summary = fmt.Sprintf("%d attempt%s, %d key%s", len(tr.Steps), plural(len(tr.Steps)), tr.Keys, plural(tr.Keys))
+	switch tr.Belief {
+	case "":
+		tv.BeliefText = "not recorded"
+	default:
+		tv.BeliefText = fmt.Sprintf("%s (exit %d", tr.Belief, tr.Exit)
+		if tr.BeliefError != "" {
+			tv.BeliefText += ": " + tr.BeliefError
+		}
+		if tr.Resource != "" {
+			tv.BeliefText += fmt.Sprintf(", printing %q", tr.Resource)
+		}
+		tv.BeliefText += ")"
+	}
+	switch tr.Truth {
+	case "":
+		tv.TruthText = "not recorded (the history has no effects)"
+	case "executed":
+		tv.TruthText = "executed: " + clip(strings.Join(tr.Effects, ", "), 80)
+	default:
+		tv.TruthText = tr.Truth
+	}
+	switch tr.Verdict {
+	case "agrees":
+		tv.VerdictText = "they agree"
+	case "contradicts":
+		tv.VerdictText = "they contradict each other"
+	case "unknown":
+		tv.VerdictText = "the client said it cannot know"
+	}
+	for j, st := range tr.Steps {
+		r := trailRow{TrailStep: st, Key: orNone(st.Key), PrevKey: orNone(st.PrevKey), Gap: "first attempt", Asked: "—", By: st.By}
+		switch {
+		case st.HasGap:
+			r.Gap = fmtMS(st.GapMS) + " ms"
+		case j > 0:
+			r.Gap = "— (the previous attempt never completed)"
+		}
+		if st.AskedMS > 0 {
+			r.Asked = fmt.Sprintf("%d ms", st.AskedMS)
+		}
+		if r.By == "" {
+			r.By = "—"
+		}
+		tv.Rows = append(tv.Rows, r)
+	}
+	return tv
 }
 
 // layoutEffects draws effects that fall on one spot (an oracle reads them

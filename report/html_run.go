@@ -288,7 +288,11 @@ func writeTimeline(b *htmlBuf, tv *timelineView) {
 	}
 	b.raw(" Hover a bar for its request, outcome and response.</p>\n<svg class=\"tl\" viewBox=\"0 0 1000 ")
 	b.float(tv.Height)
-	b.enclose("\" role=\"img\" aria-label=\"timeline of key ", tv.Key, "\">\n<g class=\"axis\">")
+	if len(tv.Trails) > 0 {
+		b.enclose("\" role=\"img\" aria-label=\"timeline of intent ", tv.Intent, ", drawn with the table below\">\n<g class=\"axis\">")
+	} else {
+		b.enclose("\" role=\"img\" aria-label=\"timeline of key ", tv.Key, "\">\n<g class=\"axis\">")
+	}
 	for _, t := range tv.Ticks {
 		b.raw("\n<line class=\"tick\"")
 		b.attrNum("x1", t.X)
@@ -395,7 +399,106 @@ func writeTimeline(b *htmlBuf, tv *timelineView) {
 			b.enclose(">", e.Label, "</text>")
 		}
 	}
-	b.raw("\n</g>\n</svg>", legend, "\n</section>")
+	b.raw("\n</g>")
+	if len(tv.Trails) > 0 {
+		b.raw("\n<g class=\"client\">")
+		for _, w := range tv.Waits {
+			b.raw("\n<rect class=\"wait")
+			if w.Short {
+				b.raw(" short")
+			}
+			b.raw("\"")
+			b.attrNum("x", w.X)
+			b.attrNum("y", w.Y)
+			b.attrNum("width", w.W)
+			b.enclose(" height=\"3\"><title>", w.Tip, "</title></rect>")
+		}
+		for _, r := range tv.Rekeys {
+			b.raw("\n<line class=\"rekey\"")
+			b.attrNum("x1", r.X)
+			b.attrNum("x2", r.X)
+			b.attrNum("y1", r.Y1)
+			b.attrNum("y2", r.Y2)
+			b.enclose("><title>", r.Tip, "</title></line><text class=\"rekey-label\"")
+			b.attrNum("x", r.X)
+			b.attrNum("y", r.LabelY)
+			b.raw(">new key</text>")
+		}
+		b.raw("\n</g>")
+	}
+	b.raw("\n</svg>", legend)
+	if len(tv.Trails) > 0 {
+		b.raw(legendClient)
+	}
+	b.raw("\n</ul>")
+	for i := range tv.TrailViews {
+		if i == 0 {
+			b.raw("\n<h4 class=\"trails\">Intent by intent</h4>")
+		}
+		if i == tv.OpenTrails {
+			b.raw("\n<details class=\"trails-more\"><summary>")
+			b.int(int64(tv.MoreTrails))
+			b.raw(" more intent", plural(tv.MoreTrails), "</summary>")
+		}
+		writeTrail(b, &tv.TrailViews[i])
+	}
+	if tv.MoreTrails != 0 {
+		b.raw("\n</details>")
+	}
+	b.raw("\n</section>")
+}
+
+// writeTrail writes a client run's intent as a table: each attempt with
+// its key (a changed key said in words), the gap before it against the
+// Retry-After asked for, its answer and who gave it; the caption holds
+// the client's belief next to the truth.
+func writeTrail(b *htmlBuf, tv *trailView) {
+	b.raw("\n<table class=\"trail\"")
+	b.attr("data-intent", tv.Intent)
+	b.enclose(">\n<caption>intent <code>", tv.Intent, "</code>")
+	if tv.Tenant != "" {
+		b.enclose(", tenant <code>", tv.Tenant, "</code>")
+	}
+	b.raw(": ")
+	b.text(tv.Summary)
+	b.enclose(". The client believed <strong>", tv.BeliefText, "</strong>; the upstream: <strong>")
+	b.text(tv.TruthText)
+	b.raw("</strong>")
+	if tv.VerdictText != "" {
+		b.enclose(" — <span class=\"verdict ", tv.Verdict, "\">")
+		b.text(tv.VerdictText)
+		b.raw("</span>")
+	}
+	b.raw(".</caption>\n<thead><tr><th class=\"num\">attempt</th><th class=\"num\">op</th><th>key</th><th class=\"num\">gap before</th><th class=\"num\">Retry-After asked</th><th>answer</th><th>answered by</th></tr></thead>\n<tbody>")
+	for i := range tv.Rows {
+		r := &tv.Rows[i]
+		b.raw("\n<tr class=\"step")
+		if r.Rekeyed {
+			b.raw(" rekey")
+		}
+		b.raw("\"><td class=\"num\">")
+		b.int(int64(r.Number))
+		b.raw("</td><td class=\"num\">")
+		b.int(r.Op)
+		b.raw("</td><td>")
+		if r.Rekeyed {
+			b.raw("<strong class=\"break\">new key</strong> ")
+		}
+		b.enclose("<code>", r.Key, "</code>")
+		if r.Rekeyed {
+			b.enclose(" (was <code>", r.PrevKey, "</code>)")
+		}
+		b.enclose("</td><td class=\"num\">", r.Gap, "")
+		if r.Short {
+			b.raw(" <strong class=\"short\">shorter than asked</strong>")
+		}
+		b.enclose("</td><td class=\"num\">", r.Asked, "</td><td><span class=\"sw ")
+		b.text(r.Class)
+		b.enclose("\"></span>", r.Answer, "</td><td>")
+		b.text(r.By)
+		b.raw("</td></tr>")
+	}
+	b.raw("\n</tbody>\n</table>")
 }
 
 // writeHeader writes a timeline's heading and explanation, the same for a
@@ -445,5 +548,10 @@ const legend = `
 <li><span class="sw listed"></span>named by the violation</li>
 <li><span class="sw region"></span>fault active</li>
 <li><span class="sym fault">▼</span>fault aimed at an attempt</li>
-<li><span class="sym effect">◆</span>effect (as read by the oracle)</li>
-</ul>`
+<li><span class="sym effect">◆</span>effect (as read by the oracle)</li>`
+
+// legendClient adds a client run's marks to the legend.
+const legendClient = `
+<li><span class="sym rekey">┃</span>new key: the intent's key changed</li>
+<li><span class="sw wait"></span>the wait a Retry-After asked for</li>
+<li><span class="sw wait short"></span>retried sooner than asked</li>`

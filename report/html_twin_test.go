@@ -79,13 +79,14 @@ func TestWriteHTML_ByHandIsTheTemplate(t *testing.T) {
 	pages := map[string]func() page{}
 	// What each page must show, so that every branch is compared.
 	shows := map[string][]string{
-		"sweep of every golden, some histories lost": {`<svg class="tl"`, `class="timeline repeat"`, `No timeline:`, `<p class="repeats">`, `reproducible (3/3)`},
-		"matrix, mutants folded":                     {`<details><summary>`, `class="shrunk"`, `<p class="error">`, `(expects exactly-once)`, `Catch matrix`},
-		"violations past the timeline cap":           {`<section class="undrawn">`},
-		"more violations than the page lists":        {`more; the text and JSON reports list them all`},
-		"hostile strings":                            {`&lt;script&gt;`},
-		"a failure repeated across runs":             {`whose timeline shows it`},
-		"a drawn fixture":                            {`class="attempt info open"`, `class="region`, `class="effect"`},
+		"sweep of every golden, some histories lost": {`<svg class="tl"`, `class="timeline repeat"`, `No timeline:`, `<p class="repeats">`, `reproducible (3/3)`,
+			`<table class="trail"`, `<tr class="step rekey">`, `<rect class="wait short"`, `<line class="rekey"`, `shorter than asked`, `they contradict each other`, `they agree`, `the client said it cannot know`, `proxy, forwarded`, `<details class="trails-more"><summary>9 more intents</summary>`},
+		"matrix, mutants folded":              {`<details><summary>`, `class="shrunk"`, `<p class="error">`, `(expects exactly-once)`, `Catch matrix`},
+		"violations past the timeline cap":    {`<section class="undrawn">`},
+		"more violations than the page lists": {`more; the text and JSON reports list them all`},
+		"hostile strings":                     {`&lt;script&gt;`},
+		"a failure repeated across runs":      {`whose timeline shows it`},
+		"a drawn fixture":                     {`class="attempt info open"`, `class="region`, `class="effect"`},
 	}
 	for _, path := range goldenPaths(t) {
 		pages["golden "+filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path)] = func() page {

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/idemchaos/idemchaos/checkers"
@@ -104,7 +106,17 @@ type Violation struct {
 	Ops         []int64 `json:"ops"`
 	Explanation string  `json:"explanation"`
 	Cause       string  `json:"cause,omitempty"`
+	// Keys are the idempotency keys the violation's intent sent, in the
+	// order sent, one entry per change ("k-a", "k-b", "k-a"; "" for a
+	// keyless attempt), in a client run whose intent changed its key: the
+	// re-keying in one line. Nil otherwise, and past [MaxKeySequence]
+	// changes (the explanation and the HTML report say it then).
+	Keys []string `json:"keys,omitempty"`
 }
+
+// MaxKeySequence caps [Violation.Keys]: a longer sequence is no longer a
+// line a reader takes in.
+const MaxKeySequence = 6
 
 // Shrunk is the minimal failing plan found.
 type Shrunk struct {
@@ -146,7 +158,7 @@ func FromOutcome(o *harness.Outcome) Run {
 		Replay: o.ReplayCommand()}
 	for _, s := range o.Steps {
 		r.Steps = append(r.Steps, Step{Name: s.Name, Expect: s.Expect, Met: s.Met, Verdict: s.Result.Verdict.String(),
-			Reason: s.Result.Reason, Invariants: invariants(s.Result)})
+			Reason: s.Result.Reason, Invariants: invariants(s.Result, keySequences(o.History))})
 	}
 	return r
 }
@@ -157,9 +169,10 @@ func FromOutcome(o *harness.Outcome) Run {
 // history of a run.
 func FromJudgement(file string, h *history.History, j checkers.Judgement) Run {
 	r := Run{Scenario: h.Meta.Scenario, File: file, Seed: h.Meta.Seed, History: file, Verdict: j.Verdict.String(), Met: j.Met()}
+	keys := keySequences(h)
 	for _, s := range j.Steps {
 		r.Steps = append(r.Steps, Step{Name: s.Name, Expect: s.Expect, Met: s.Met, Verdict: s.Result.Verdict.String(),
-			Reason: s.Result.Reason, Invariants: invariants(s.Result)})
+			Reason: s.Result.Reason, Invariants: invariants(s.Result, keys)})
 	}
 	return r
 }
@@ -168,10 +181,12 @@ func FromJudgement(file string, h *history.History, j checkers.Judgement) Run {
 func FromCheck(file string, h *history.History, res checkers.Result) Run {
 	return Run{Scenario: h.Meta.Scenario, File: file, Seed: h.Meta.Seed, History: file, Verdict: res.Verdict.String(),
 		Met: res.Verdict == checkers.Pass, Steps: []Step{{Expect: "clean", Met: res.Verdict == checkers.Pass,
-			Verdict: res.Verdict.String(), Invariants: invariants(res)}}}
+			Verdict: res.Verdict.String(), Invariants: invariants(res, keySequences(h))}}}
 }
 
-func invariants(res checkers.Result) []Invariant {
+// invariants turns a result's verdicts into their report form; keys, when
+// not nil, gives a violation's intent's key sequence ([Violation.Keys]).
+func invariants(res checkers.Result, keys func(intent string) []string) []Invariant {
 	parts := res.Results
 	if len(parts) == 0 {
 		parts = []checkers.Result{res}
@@ -189,10 +204,45 @@ func invariants(res checkers.Result) []Invariant {
 		for _, v := range p.Violations {
 			iv.Violations = append(iv.Violations, Violation{Tenant: v.Tenant, Method: v.Method, Path: v.Path, Key: v.Key,
 				Intent: v.Intent, Ops: v.Ops, Explanation: v.Explanation, Cause: v.Cause})
+			if keys != nil && v.Intent != "" {
+				iv.Violations[len(iv.Violations)-1].Keys = keys(v.Intent)
+			}
 		}
 		out = append(out, iv)
 	}
 	return out
+}
+
+// keySequences returns, for a client run's history, the function that
+// gives an intent's key sequence ([Violation.Keys]), nil for any other
+// history. The sequences are computed on the first call, in one pass.
+func keySequences(h *history.History) func(intent string) []string {
+	if h == nil || !h.Client() {
+		return nil
+	}
+	var seqs map[string][]string
+	return func(intent string) []string {
+		if seqs == nil {
+			seqs = map[string][]string{}
+			byIntent := map[string][]int{}
+			for i := range h.Attempts {
+				byIntent[h.Attempts[i].Intent] = append(byIntent[h.Attempts[i].Intent], i)
+			}
+			for in, idx := range byIntent {
+				slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(h.Attempts[a].Invoke, h.Attempts[b].Invoke) })
+				var seq []string
+				for _, i := range idx {
+					if k := h.Attempts[i].Key; len(seq) == 0 || seq[len(seq)-1] != k {
+						seq = append(seq, k)
+					}
+				}
+				if len(seq) > 1 && len(seq) <= MaxKeySequence {
+					seqs[in] = seq
+				}
+			}
+		}
+		return seqs[intent]
+	}
 }
 
 // FromMatrix turns demo's catch matrix into its report form.

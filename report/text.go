@@ -32,6 +32,9 @@ func WriteText(w io.Writer, rep Report) {
 					}
 					fmt.Fprintf(w, "\n%d. %s — %s%s\n", n, iv.Name, runLabel(run), where(v))
 					fmt.Fprintf(w, "   %s\n", v.Explanation)
+					if len(v.Keys) > 0 {
+						fmt.Fprintf(w, "   keys of intent %s, in the order sent: %s\n", v.Intent, keyList(v.Keys))
+					}
 					if v.Cause != "" {
 						fmt.Fprintf(w, "   likely cause: %s\n", v.Cause)
 					}
@@ -260,4 +263,14 @@ func invariantLine(iv Invariant) string {
 		line += " — " + iv.Reason
 	}
 	return line
+}
+
+// keyList writes a key sequence as "k-a → k-b", a keyless attempt as
+// "(none)".
+func keyList(keys []string) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = orNone(k)
+	}
+	return strings.Join(parts, " → ")
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/history"
 )
 
@@ -72,11 +73,84 @@ type Timeline struct {
 	// timeline of the same signature, not here.
 	Signature string
 	Repeat    bool
+	// Trails are a client run's per-intent story (meta mode client), one
+	// per intent drawn, in lane order: every attempt with its key, the gap
+	// before it against the Retry-After asked for, who answered, and the
+	// client's belief next to the truth. Nil in a server run, whose lanes
+	// are clients, not intents.
+	Trails []Trail
+}
+
+// Trail is one intent of a client run, as its timeline tells it: the
+// attempts in the order they were sent and how the intent ended, in words
+// as well as in the drawing, so that it reads without scripts and to a
+// screen reader.
+type Trail struct {
+	Intent string
+	Tenant string
+	Steps  []TrailStep
+	// Keys counts the distinct keys the intent's attempts sent ("" counts
+	// as one: no key).
+	Keys int
+	// Belief is what the client's command said at its end (success,
+	// unknown, failure), "" when its end was not recorded; Exit, Resource
+	// and BeliefError are the belief event's.
+	Belief      string
+	Exit        int
+	Resource    string
+	BeliefError string
+	// Truth is what the upstream did: "executed" (an effect attributed to
+	// the intent), "not executed", or "" when the history does not record
+	// effects; Effects are the effects' ids.
+	Truth   string
+	Effects []string
+	// Verdict compares the two: "agrees", "contradicts" (a success with no
+	// effect, a failure with one), "unknown" (the client said it cannot
+	// know), or "" when either side is missing.
+	Verdict string
+}
+
+// TrailStep is one attempt of a [Trail].
+type TrailStep struct {
+	Op     int64
+	Number int
+	Key    string
+	// Rekeyed says the attempt sent another key than the intent's previous
+	// one (a retry the upstream cannot tell from a new order); PrevKey is
+	// that previous key.
+	Rekeyed bool
+	PrevKey string
+	// GapMS is the wait since the previous attempt was answered, HasGap
+	// false for the first attempt and after one that never completed.
+	GapMS  float64
+	HasGap bool
+	// AskedMS is the delay the previous answer's Retry-After asked for (0:
+	// none); Short says the gap fell short of it by more than
+	// [checkers.RetryAfterTolerance].
+	AskedMS int64
+	Short   bool
+	// WaitFromMS and WaitToMS are where the asked-for wait lies in the
+	// window (from the previous answer), drawn when AskedMS is set.
+	WaitFromMS, WaitToMS float64
+	// Answer says how the attempt ended ("429", "no answer (reset)"); By
+	// who gave it: "upstream", "proxy, forwarded" (the upstream had the
+	// request; its answer was replaced or dropped), "proxy, not forwarded",
+	// or "" for an attempt that never completed.
+	Answer string
+	By     string
+	// Class is the attempt's legend class, as its bar's.
+	Class string
+	// Row and StartMS place the attempt's bar, for the drawn key break.
+	Row     int
+	StartMS float64
 }
 
 // Lane is the attempts of one client.
 type Lane struct {
 	Client int
+	// Intent is the lane's intent in a client run, whose lanes are
+	// intents (its attempts all come from the one client under test).
+	Intent string
 	Label  string
 	Row    int // the lane's first row in the timeline
 	Rows   int // how many rows its bars need
@@ -286,8 +360,9 @@ type histIndex struct {
 	byIntent map[string][]int
 	effScope map[scope][]int
 	effInt   map[string][]int
-	aimed    map[int64][]int // op → indexes into h.Faults
-	regions  []region        // faults on op 0, paired fire → heal
+	aimed    map[int64][]int           // op → indexes into h.Faults
+	beliefs  map[string]history.Belief // a client run's, by intent: the first
+	regions  []region                  // faults on op 0, paired fire → heal
 }
 
 type region struct {
@@ -305,6 +380,14 @@ func newHistIndex(h *history.History) *histIndex {
 		s := scope{a.Tenant, a.Key}
 		x.byScope[s] = append(x.byScope[s], i)
 		x.byIntent[a.Intent] = append(x.byIntent[a.Intent], i)
+	}
+	for _, b := range h.Beliefs {
+		if _, ok := x.beliefs[b.Intent]; !ok {
+			if x.beliefs == nil {
+				x.beliefs = map[string]history.Belief{}
+			}
+			x.beliefs[b.Intent] = b
+		}
 	}
 	for i, e := range h.Effects {
 		s := scope{e.Tenant, e.Key}
@@ -404,21 +487,38 @@ func (x *histIndex) fill(t *Timeline, v Violation) {
 	for _, op := range v.Ops {
 		listed[op] = true
 	}
-	byClient := map[int][]int{}
-	var clients []int
-	for _, i := range picked {
-		c := h.Attempts[i].Client
-		if _, ok := byClient[c]; !ok {
-			clients = append(clients, c)
-		}
-		byClient[c] = append(byClient[c], i)
+	// A server run's lanes are its clients; a client run's, its intents:
+	// there the one client under test sent everything, and the story is
+	// each intent's retries.
+	client := h.Client()
+	type laneID struct {
+		client int
+		intent string
 	}
-	slices.Sort(clients)
+	byLane := map[laneID][]int{}
+	var lanes []laneID
+	for _, i := range picked {
+		id := laneID{client: h.Attempts[i].Client}
+		if client {
+			id = laneID{intent: h.Attempts[i].Intent}
+		}
+		if _, ok := byLane[id]; !ok {
+			lanes = append(lanes, id)
+		}
+		byLane[id] = append(byLane[id], i)
+	}
+	if !client {
+		slices.SortFunc(lanes, func(a, b laneID) int { return cmp.Compare(a.client, b.client) })
+	}
 	rowOf := map[int64]int{}
-	for _, c := range clients {
+	for _, id := range lanes {
+		c := id.client
 		lane := Lane{Client: c, Label: fmt.Sprintf("client %d", c), Row: t.Rows}
+		if client {
+			lane.Client, lane.Intent, lane.Label = h.Attempts[byLane[id][0]].Client, id.intent, "intent "+clip(id.intent, 8)
+		}
 		var rowEnds []int64
-		for _, i := range byClient[c] {
+		for _, i := range byLane[id] {
 			a := &h.Attempts[i]
 			row := slices.IndexFunc(rowEnds, func(e int64) bool { return e < a.Invoke })
 			if row < 0 {
@@ -435,6 +535,9 @@ func (x *histIndex) fill(t *Timeline, v Violation) {
 		lane.Rows = len(rowEnds)
 		t.Rows += lane.Rows
 		t.Lanes = append(t.Lanes, lane)
+		if client {
+			t.Trails = append(t.Trails, x.trail(id.intent, byLane[id], lane.Bars, rel))
+		}
 	}
 
 	// Faults: marks on the rows of the attempts they hit, regions that
@@ -565,6 +668,14 @@ func bar(a *history.Attempt, end int64, rel func(int64) float64) Bar {
 	if a.Error != "" {
 		tip.WriteString(" (" + a.Error + ")")
 	}
+	if a.Proxied {
+		tip.WriteString("\nanswered by the fault proxy, ")
+		if a.Forwarded {
+			tip.WriteString("after the upstream had the request")
+		} else {
+			tip.WriteString("not forwarded to the upstream")
+		}
+	}
 	if a.HasResp {
 		fmt.Fprintf(&tip, "\nbody (%d bytes): %s", a.RespLen, a.RespPreview)
 	}
@@ -583,4 +694,86 @@ func orNone(key string) string {
 		return "(none)"
 	}
 	return key
+}
+
+// trail tells intent's story from its attempts (indexes into the history,
+// in the order sent) and their bars.
+func (x *histIndex) trail(intent string, attempts []int, bars []Bar, rel func(int64) float64) Trail {
+	h := x.h
+	tr := Trail{Intent: intent}
+	keys := map[string]bool{}
+	for j, i := range attempts {
+		a := &h.Attempts[i]
+		if tr.Tenant == "" {
+			tr.Tenant = a.Tenant
+		}
+		keys[a.Key] = true
+		st := TrailStep{Op: a.Op, Number: a.Number, Key: a.Key, Answer: answer(a), Class: bars[j].Class, Row: bars[j].Row, StartMS: bars[j].StartMS}
+		if a.Done() {
+			st.By = "upstream"
+			if a.Proxied {
+				st.By = "proxy, not forwarded"
+				if a.Forwarded {
+					st.By = "proxy, forwarded"
+				}
+			}
+		}
+		if j > 0 {
+			prev := &h.Attempts[attempts[j-1]]
+			st.Rekeyed, st.PrevKey = a.Key != prev.Key, prev.Key
+			if prev.Done() {
+				st.HasGap, st.GapMS = true, nsToMS(a.Invoke-prev.Complete)
+				if prev.RetryAfterMS > 0 {
+					st.AskedMS = prev.RetryAfterMS
+					asked := time.Duration(prev.RetryAfterMS) * time.Millisecond
+					st.Short = time.Duration(a.Invoke-prev.Complete) < asked-checkers.RetryAfterTolerance
+					st.WaitFromMS, st.WaitToMS = rel(prev.Complete), rel(prev.Complete+asked.Nanoseconds())
+				}
+			}
+		}
+		tr.Steps = append(tr.Steps, st)
+	}
+	tr.Keys = len(keys)
+	if b, ok := x.beliefs[intent]; ok {
+		tr.Belief, tr.Exit, tr.Resource, tr.BeliefError = b.Belief, b.Exit, b.Resource, b.Error
+	}
+	if h.EffectsKnown && !h.Meta.EffectsUnread {
+		tr.Truth = "not executed"
+		for _, e := range x.effInt[intent] {
+			tr.Effects = append(tr.Effects, h.Effects[e].ID)
+		}
+		if len(tr.Effects) > 0 {
+			tr.Truth = "executed"
+		}
+	}
+	switch {
+	case tr.Belief == history.BeliefUnknown:
+		tr.Verdict = "unknown"
+	case tr.Belief == "" || tr.Truth == "":
+	case (tr.Belief == history.BeliefSuccess) == (tr.Truth == "executed"):
+		tr.Verdict = "agrees"
+	default:
+		tr.Verdict = "contradicts"
+	}
+	return tr
+}
+
+// answer says how an attempt ended, in words: its status, or why none came.
+func answer(a *history.Attempt) string {
+	switch {
+	case !a.Done():
+		return "open (no completion recorded)"
+	case a.HasResp:
+		return fmt.Sprint(a.Status)
+	case a.Outcome == history.Fail:
+		return "no connection" + inParens(a.Error)
+	}
+	return "no answer" + inParens(a.Error)
+}
+
+func inParens(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
 }
