@@ -13,6 +13,8 @@
 //   - [Server]: CreateProxy, AddToxic, RemoveToxic, ResetToxics, SetEnabled,
 //     RemoveProxy, Close.
 //   - [NewInProcess], [Connect]: the two implementations.
+//   - [UpstreamReporter]: why the in-process proxy did not connect a client
+//     upstream (refused, or a connect still pending on a full backlog).
 //   - [Toxic], [Stream], [Upstream], [Downstream]: what a toxic is.
 //   - [ErrProxyExists], [ErrProxyNotFound], [ErrToxicExists],
 //     [ErrToxicNotFound], [ErrBadToxic], [ErrClosed], [ErrUnreachable].

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,18 +17,30 @@ import (
 // the harness calls the proxy collection directly.
 type inProcess struct {
 	api *toxiproxy.ApiServer
+	// up reads the server's log to tell which clients reached upstream.
+	up *upstreamLog
 
 	mu     sync.Mutex
 	closed bool
 }
 
-var _ Server = (*inProcess)(nil)
+var (
+	_ Server           = (*inProcess)(nil)
+	_ UpstreamReporter = (*inProcess)(nil)
+)
 
-// NewInProcess returns a Toxiproxy that runs inside this process, logging
-// nothing.
+// NewInProcess returns a Toxiproxy that runs inside this process. Its log
+// is read, not printed: the per-connection events tell which clients the
+// proxy connected upstream (see [UpstreamReporter]).
 func NewInProcess() Server {
 	metrics := toxiproxy.NewMetricsContainer(prometheus.NewRegistry())
-	return &inProcess{api: toxiproxy.NewServer(metrics, zerolog.Nop())}
+	up := newUpstreamLog()
+	return &inProcess{api: toxiproxy.NewServer(metrics, zerolog.New(up).Level(zerolog.DebugLevel)), up: up}
+}
+
+// Upstream implements [UpstreamReporter].
+func (s *inProcess) Upstream(local, remote string, dialed time.Time) string {
+	return s.up.Upstream(local, remote, dialed)
 }
 
 // check fails once the server is closed.
@@ -78,6 +91,7 @@ func (s *inProcess) CreateProxy(ctx context.Context, name, listen, upstream stri
 	}
 	p.Lock()
 	defer p.Unlock()
+	s.up.listening(name, p.Listen)
 	return p.Listen, nil
 }
 
