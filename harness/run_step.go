@@ -8,6 +8,7 @@ import (
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/harness/driver"
 	"github.com/idemchaos/idemchaos/internal/ctxwait"
+	"github.com/idemchaos/idemchaos/internal/proxy"
 )
 
 // sendStep sends one step's plan with its faults: timed faults on their own
@@ -71,6 +72,11 @@ func sendStep(ctx context.Context, w *world, st *stepPlan, plan Plan) (driver.St
 	cfg := st.driver
 	cfg.BaseURL, cfg.Seed, cfg.Recorder, cfg.Router = w.t.ClientURL, plan.Seed, w.rec, router{w: w, faults: fs}
 	cfg.Settled = pending.settled // an overdue key is asked no more once nothing can heal
+	if up, ok := w.proxies.(proxy.UpstreamReporter); ok {
+		// Only the proxy knows a service behind it refused or did not
+		// accept a connection the driver had with the proxy.
+		cfg.Upstream = up.Upstream
+	}
 	stats, err := driver.Run(ctx, cfg, plan.Intents)
 	hctx := context.WithoutCancel(ctx)
 	for _, f := range fs {

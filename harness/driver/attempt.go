@@ -146,6 +146,13 @@ func (d *runner) attempt(ctx context.Context, in *Intent, n, click int, g *gate)
 			// service that had the request and did not answer).
 			msg += ", no connection was made"
 		}
+		if ex.gotConn && !ex.gotHead && d.cfg.Upstream != nil && ctx.Err() == nil {
+			if why := d.cfg.Upstream(ex.local, ex.remote, ex.dialed); why != "" {
+				// The connection was the harness's proxy's: the service
+				// itself never took it, as when it refuses directly.
+				msg += "; the harness's proxy could not connect to the service (" + why + "), no connection was made"
+			}
+		}
 		if !ex.gotConn && refused(err) {
 			kind = history.TypeFail
 			d.fail.Add(1)

@@ -128,6 +128,8 @@ type conn struct {
 	head headCap
 	key  string
 	tls  bool
+	// dialed is when the connection was made (see Config.Upstream).
+	dialed time.Time
 }
 
 // MaxHeaderBytes bounds a response's status line and header fields, as
@@ -265,7 +267,7 @@ func (p *pool) dial(ctx context.Context, t target, deadline time.Time) (*conn, e
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{nc: nc, key: t.poolKey}
+	c := &conn{nc: nc, key: t.poolKey, dialed: time.Now()}
 	if sc, ok := nc.(syscall.Conn); ok {
 		raw, err := sc.SyscallConn()
 		if err != nil {
@@ -295,6 +297,10 @@ func (p *pool) dial(ctx context.Context, t target, deadline time.Time) (*conn, e
 type exchange struct {
 	// gotConn says a connection was had, so the request may have left.
 	gotConn bool
+	// local, remote and dialed are the connection's ends and when it was
+	// made, once gotConn.
+	local, remote string
+	dialed        time.Time
 	// gotHead says the status and header arrived; bodyErr is then set
 	// when the whole body did not.
 	gotHead bool
@@ -343,6 +349,7 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, s 
 		return ex, errRunOver
 	}
 	ex.gotConn = true
+	ex.local, ex.remote, ex.dialed = c.nc.LocalAddr().String(), c.nc.RemoteAddr().String(), c.dialed
 	keep := false
 	defer func() { p.settle(c, keep) }()
 	s.out = appendRequest(s.out[:0], rq)

@@ -136,7 +136,14 @@ type Config struct {
 	// harness passes its address gate, so that even its own proxies'
 	// addresses are checked); nil dials directly.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	_    struct{}
+	// Upstream, when set, is asked about an attempt that had a connection
+	// but no status: it says why the harness's own proxy (remote) did not
+	// connect that connection (local, dialled at dialed) to the service,
+	// or "". Behind the proxy a refused or full service looks like a taken
+	// connection that closed or stayed silent; this lets the attempt say
+	// "no connection was made", which eventually-decided reads as capacity.
+	Upstream func(local, remote string, dialed time.Time) string
+	_        struct{}
 }
 
 // Stats counts what a run sent and got.
