@@ -37,8 +37,11 @@ type upstreamLog struct {
 	// failed maps a client address to its dial error.
 	failed map[string]string
 	// linked and older hold clients connected upstream, in two generations
-	// so that the memory stays bounded over a long run.
+	// so that the memory stays bounded over a long run; a client concluded
+	// before forgetBefore may have been forgotten.
 	linked, older map[string]bool
+	rotated       time.Time // when older became older
+	forgetBefore  time.Time
 }
 
 // pendingDial is a client accepted by a proxy whose upstream dial is open.
@@ -99,8 +102,11 @@ func (u *upstreamLog) conclude(name string) {
 	}
 	delete(u.pending, name)
 	if len(u.linked) >= generation {
+		// What older held is dropped: it was concluded before the
+		// previous rotation.
 		u.older, u.linked = u.linked, u.older
 		clear(u.linked)
+		u.forgetBefore, u.rotated = u.rotated, time.Now()
 	}
 	u.linked[d.client] = true
 }
@@ -131,9 +137,10 @@ func (u *upstreamLog) Upstream(local, remote string, dialed time.Time) string {
 	switch {
 	case ok && d.client == local:
 		return "the proxy's connect to the service was still pending"
-	case ok && !d.since.After(dialed):
-		// Accepted and dials are one loop: a connection made after the
-		// pending dial began and not yet seen waits behind it.
+	case ok && dialed.After(u.forgetBefore):
+		// Accepts and dials are one loop: a connection not yet seen (and
+		// too recent to have been forgotten) waits in the proxy's backlog
+		// behind the pending dial.
 		return "the proxy had not accepted it yet: it was still waiting on a connect to the service"
 	}
 	return ""
