@@ -14,7 +14,9 @@ type Case struct {
 	// space, h replay from a second execution, i cached 5xx; and issue 23's
 	// j check-then-insert on SQLite, k an upsert claim on MariaDB, l a claim
 	// not held across instances (its second order lands late), m a claim
-	// recorded after the write by a service that refuses every repeat.
+	// recorded after the write by a service that refuses every repeat, n a
+	// listen backlog of 5 under more connections than that (capacity, not
+	// idempotency: the verdict must say so).
 	Class string
 	// Command is the service's program and its first arguments when it is
 	// not cmd/foreignsvc (a service in another language): a program on
@@ -87,6 +89,8 @@ func Cases() []Case {
 			Scenario: dir + "fleet/scenario.yaml", Listing: "/admin/orders"},
 		{Name: "boxoffice", Team: "boxoffice", Args: []string{"-svc", "boxoffice"},
 			Scenario: dir + "boxoffice/scenario.yaml"},
+		{Name: "kiosk", Team: "kiosk", Args: []string{"-svc", "kiosk"},
+			Scenario: dir + "kiosk/scenario.yaml"},
 
 		{Name: "ledger-fingerprint-clock", Team: "ledger", Class: "a",
 			Args:     []string{"-svc", "ledger", "-fingerprint-command"},
@@ -140,6 +144,10 @@ func Cases() []Case {
 			Args:     []string{"-svc", "boxoffice", "-claim-after-write"},
 			Scenario: dir + "boxoffice/scenario.yaml", Expect: "exactly-once", Cause: "not atomic",
 			Flaw: "the key is recorded only after the booking: copies that arrive together are not refused, and each books"},
+		{Name: "kiosk-small-backlog", Team: "kiosk", Class: "n",
+			Args:     []string{"-svc", "kiosk", "-backlog", "5"},
+			Scenario: dir + "kiosk/scenario.yaml", Expect: "eventually-decided", Cause: "did not accept connections (capacity)",
+			Flaw: "a listen backlog of 5 in front of 4 workers, under 36 kiosks at once: the kernel drops connections, which reach the harness's proxy but never the service"},
 	}
 }
 

@@ -7,6 +7,7 @@
 //	foreignsvc -svc fleet [-slow-charge 400ms] [-local-claims]
 //	foreignsvc -svc boxoffice [-claim-after-write]
 //	foreignsvc -svc stockroom -dsn 'root@tcp(127.0.0.1:3306)/stock' [-upsert-claim]
+//	foreignsvc -svc kiosk [-backlog 4096] [-workers 4]
 //
 // It listens on -addr (default a free loopback port) and prints
 // "listening on http://HOST:PORT" on stdout once it accepts connections.
@@ -28,6 +29,7 @@ import (
 	"github.com/idemchaos/idemchaos/examples/foreign/accounts"
 	"github.com/idemchaos/idemchaos/examples/foreign/boxoffice"
 	"github.com/idemchaos/idemchaos/examples/foreign/fleet"
+	"github.com/idemchaos/idemchaos/examples/foreign/kiosk"
 	"github.com/idemchaos/idemchaos/examples/foreign/ledger"
 	"github.com/idemchaos/idemchaos/examples/foreign/shopfront"
 	"github.com/idemchaos/idemchaos/examples/foreign/stockroom"
@@ -42,7 +44,7 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("foreignsvc", flag.ContinueOnError)
-	svc := fs.String("svc", "", "the service: ledger, shopfront, fleet, boxoffice, accounts or stockroom")
+	svc := fs.String("svc", "", "the service: ledger, shopfront, fleet, boxoffice, accounts, stockroom or kiosk")
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	var lo ledger.Options
 	fs.DurationVar(&lo.Retention, "retention", 0, "ledger: how long keys are kept (default 24h)")
@@ -66,8 +68,21 @@ func run(args []string) error {
 	fs.BoolVar(&ao.KeyOnlyIndex, "key-only-index", false, "accounts: records unique by key alone")
 	var ro stockroom.Options
 	fs.BoolVar(&ro.UpsertClaim, "upsert-claim", false, "stockroom: the first release's upsert claim")
+	backlog := fs.Int("backlog", 4096, "kiosk: the listen backlog")
+	workers := fs.Int("workers", 4, "kiosk: workers, each serving one connection at a time")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *svc == "kiosk" {
+		// The kiosk is a worker pool behind its own listen backlog.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		ln, err := kiosk.Listen(*addr, *backlog)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("listening on http://%s\n", ln.Addr())
+		return kiosk.Serve(ctx, ln, kiosk.New(kiosk.Options{}), *workers)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -102,7 +117,7 @@ func run(args []string) error {
 		defer closeDB()
 		h = handler
 	default:
-		return fmt.Errorf("unknown -svc %q (ledger, shopfront, fleet, boxoffice, accounts or stockroom)", *svc)
+		return fmt.Errorf("unknown -svc %q (ledger, shopfront, fleet, boxoffice, accounts, stockroom or kiosk)", *svc)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
