@@ -1,6 +1,9 @@
 package faults
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // ClientPath is implemented by faults that act on a client's path in a
 // client scenario (issue 24): the per-intent fault proxy in front of the
@@ -92,4 +95,33 @@ func (e errorShape) headers() map[string]string {
 		return nil
 	}
 	return map[string]string{"Content-Type": e.ContentType}
+}
+
+// proxyAnswer is embedded by the kinds the client path's proxy answers by
+// itself (ClientAnswer): they act on no part of the world, and only in
+// client scenarios.
+type proxyAnswer struct{}
+
+// ClientOnly implements [ClientOnly].
+func (proxyAnswer) ClientOnly() {}
+
+// Apply implements [Fault]; the proxy acts from ClientAnswer.
+func (proxyAnswer) Apply(context.Context, World) error { return nil }
+
+// Heal implements [Fault].
+func (proxyAnswer) Heal(context.Context, World) error { return nil }
+
+// comeBackLater settles the Retry-After of an answer that asks the client
+// to come back later (503, 409 in flight): a wait of 1 s unless one is
+// given, none at all with no_retry_after.
+func comeBackLater(kind string, wait *time.Duration, none bool) error {
+	switch {
+	case *wait < 0:
+		return invalid(kind, "retry_after must be ≥ 0, got %s", *wait)
+	case none:
+		*wait = 0
+	case *wait == 0:
+		*wait = time.Second
+	}
+	return nil
 }

@@ -1,9 +1,6 @@
 package faults
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 func init() { Register("in-flight", func() Fault { return &InFlight{} }) }
 
@@ -17,7 +14,8 @@ type InFlight struct {
 	// NoRetryAfter sends no Retry-After header.
 	NoRetryAfter bool `yaml:"no_retry_after" json:"no_retry_after"`
 	errorShape   `yaml:",inline"`
-	_            struct{}
+	proxyAnswer
+	_ struct{}
 }
 
 var (
@@ -28,28 +26,10 @@ var (
 // Kind implements [Fault].
 func (*InFlight) Kind() string { return "in-flight" }
 
-// ClientOnly implements [ClientOnly].
-func (*InFlight) ClientOnly() {}
-
 // Validate implements [Fault].
 func (f *InFlight) Validate() error {
-	if f.RetryAfter < 0 {
-		return invalid(f.Kind(), "retry_after must be ≥ 0, got %s", f.RetryAfter)
-	}
-	if f.RetryAfter == 0 && !f.NoRetryAfter {
-		f.RetryAfter = time.Second
-	}
-	if f.NoRetryAfter {
-		f.RetryAfter = 0
-	}
-	return nil
+	return comeBackLater(f.Kind(), &f.RetryAfter, f.NoRetryAfter)
 }
-
-// Apply implements [Fault]; the proxy acts from ClientAnswer.
-func (*InFlight) Apply(context.Context, World) error { return nil }
-
-// Heal implements [Fault].
-func (*InFlight) Heal(context.Context, World) error { return nil }
 
 // ClientAnswer implements [ClientPath].
 func (f *InFlight) ClientAnswer() Answer {

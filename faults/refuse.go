@@ -1,7 +1,5 @@
 package faults
 
-import "context"
-
 func init() { Register("refuse", func() Fault { return &Refuse{} }) }
 
 // Refuse cuts the attempts it hits before a byte reaches the upstream: the
@@ -12,7 +10,8 @@ type Refuse struct {
 	// How is refuse (closed without an answer, default) or reset (reset);
 	// either way the request is never forwarded.
 	How string `yaml:"how" json:"how" jsonschema:"enum=refuse,enum=reset"`
-	_   struct{}
+	proxyAnswer
+	_ struct{}
 }
 
 var (
@@ -22,9 +21,6 @@ var (
 
 // Kind implements [Fault].
 func (*Refuse) Kind() string { return "refuse" }
-
-// ClientOnly implements [ClientOnly].
-func (*Refuse) ClientOnly() {}
 
 // Validate implements [Fault].
 func (f *Refuse) Validate() error {
@@ -37,12 +33,6 @@ func (f *Refuse) Validate() error {
 	}
 	return nil
 }
-
-// Apply implements [Fault]; the proxy acts from ClientAnswer.
-func (*Refuse) Apply(context.Context, World) error { return nil }
-
-// Heal implements [Fault].
-func (*Refuse) Heal(context.Context, World) error { return nil }
 
 // ClientAnswer implements [ClientPath].
 func (f *Refuse) ClientAnswer() Answer { return Answer{Cut: f.How} }

@@ -1,7 +1,5 @@
 package faults
 
-import "context"
-
 func init() { Register("reject", func() Fault { return &Reject{} }) }
 
 // Reject answers the attempts it hits with a permanent 4xx without
@@ -11,7 +9,8 @@ type Reject struct {
 	// Status is 422 (default), 400, 401, 403 or 404.
 	Status     int `yaml:"status" json:"status" jsonschema:"enum=422,enum=400,enum=401,enum=403,enum=404"`
 	errorShape `yaml:",inline"`
-	_          struct{}
+	proxyAnswer
+	_ struct{}
 }
 
 var (
@@ -21,9 +20,6 @@ var (
 
 // Kind implements [Fault].
 func (*Reject) Kind() string { return "reject" }
-
-// ClientOnly implements [ClientOnly].
-func (*Reject) ClientOnly() {}
 
 // Validate implements [Fault].
 func (f *Reject) Validate() error {
@@ -36,12 +32,6 @@ func (f *Reject) Validate() error {
 	}
 	return nil
 }
-
-// Apply implements [Fault]; the proxy acts from ClientAnswer.
-func (*Reject) Apply(context.Context, World) error { return nil }
-
-// Heal implements [Fault].
-func (*Reject) Heal(context.Context, World) error { return nil }
 
 // rejectCodes are the reference's error codes of the permanent statuses.
 var rejectCodes = map[int]string{400: "invalid_body", 401: "unauthorized", 403: "forbidden", 404: "not_found", 422: "idempotency_key_reused"}

@@ -1,9 +1,6 @@
 package faults
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 func init() { Register("stall", func() Fault { return &Stall{} }) }
 
@@ -15,7 +12,8 @@ type Stall struct {
 	// Hold bounds how long the connection is held when the client never
 	// gives up (default 1m): then it is closed without an answer.
 	Hold time.Duration `yaml:"hold" json:"hold"`
-	_    struct{}
+	proxyAnswer
+	_ struct{}
 }
 
 var (
@@ -25,9 +23,6 @@ var (
 
 // Kind implements [Fault].
 func (*Stall) Kind() string { return "stall" }
-
-// ClientOnly implements [ClientOnly].
-func (*Stall) ClientOnly() {}
 
 // Validate implements [Fault].
 func (f *Stall) Validate() error {
@@ -39,12 +34,6 @@ func (f *Stall) Validate() error {
 	}
 	return nil
 }
-
-// Apply implements [Fault]; the proxy acts from ClientAnswer.
-func (*Stall) Apply(context.Context, World) error { return nil }
-
-// Heal implements [Fault].
-func (*Stall) Heal(context.Context, World) error { return nil }
 
 // ClientAnswer implements [ClientPath].
 func (f *Stall) ClientAnswer() Answer { return Answer{Forward: true, Cut: CutStall, Delay: f.Hold} }

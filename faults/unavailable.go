@@ -1,9 +1,6 @@
 package faults
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 func init() { Register("unavailable", func() Fault { return &Unavailable{} }) }
 
@@ -18,7 +15,8 @@ type Unavailable struct {
 	// NoRetryAfter sends no Retry-After header at all.
 	NoRetryAfter bool `yaml:"no_retry_after" json:"no_retry_after"`
 	errorShape   `yaml:",inline"`
-	_            struct{}
+	proxyAnswer
+	_ struct{}
 }
 
 var (
@@ -29,28 +27,10 @@ var (
 // Kind implements [Fault].
 func (*Unavailable) Kind() string { return "unavailable" }
 
-// ClientOnly implements [ClientOnly].
-func (*Unavailable) ClientOnly() {}
-
 // Validate implements [Fault].
 func (f *Unavailable) Validate() error {
-	if f.RetryAfter < 0 {
-		return invalid(f.Kind(), "retry_after must be ≥ 0, got %s", f.RetryAfter)
-	}
-	if f.RetryAfter == 0 && !f.NoRetryAfter {
-		f.RetryAfter = time.Second
-	}
-	if f.NoRetryAfter {
-		f.RetryAfter = 0
-	}
-	return nil
+	return comeBackLater(f.Kind(), &f.RetryAfter, f.NoRetryAfter)
 }
-
-// Apply implements [Fault]; the proxy acts from ClientAnswer.
-func (*Unavailable) Apply(context.Context, World) error { return nil }
-
-// Heal implements [Fault].
-func (*Unavailable) Heal(context.Context, World) error { return nil }
 
 // ClientAnswer implements [ClientPath].
 func (f *Unavailable) ClientAnswer() Answer {
