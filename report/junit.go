@@ -66,7 +66,7 @@ func WriteJUnit(w io.Writer, rep Report) error {
 		if run.Verdict == checkers.EnvironmentError.String() {
 			// One case says the harness could not do its job; the
 			// invariants below say they were not judged.
-			s.Cases = append(s.Cases, junitCase{Name: "environment", Classname: class, Error: &junitProblem{Message: environmentReason(run), Type: "environment"}})
+			s.Cases = append(s.Cases, junitCase{Name: "environment", Classname: class, Error: &junitProblem{Message: run.EnvironmentReason(), Type: "environment"}})
 		}
 		if run.Expect == "caught" && !run.Met && run.Error == "" && run.Verdict != checkers.EnvironmentError.String() {
 			s.Cases = append(s.Cases, junitCase{Name: "caught", Classname: class, Failure: &junitProblem{
@@ -141,8 +141,9 @@ func firstLine(msgs []string) string {
 	return fmt.Sprintf("%s (and %d more)", msgs[0], len(msgs)-1)
 }
 
-// environmentReason is the reason of a run's environment error.
-func environmentReason(run Run) string {
+// EnvironmentReason is why the harness could not do its job in this run:
+// the reason of its first environment-error step, else the run's error.
+func (run Run) EnvironmentReason() string {
 	for _, st := range run.Steps {
 		if st.Verdict == checkers.EnvironmentError.String() {
 			return st.Reason

@@ -139,9 +139,9 @@ func CheckVerdicts(r report.Report) error {
 // environmentCause is the first environment error a shard's runs name.
 func environmentCause(r *report.Report) string {
 	for _, run := range r.Runs {
-		for _, st := range run.Steps {
-			if st.Verdict == "environment-error" && st.Reason != "" {
-				return st.Reason
+		if run.Verdict == "environment-error" {
+			if why := run.EnvironmentReason(); why != "" {
+				return why
 			}
 		}
 	}
