@@ -369,7 +369,10 @@ func judge(seen map[string][]invocation) map[string]string {
 // of every retry must spread across the crowd. The spread is the
 // interquartile range, which the few processes a loaded machine wakes late
 // do not move: a no-jitter client's is scheduling noise, and one retry
-// whose middle half falls within 10 ms or 5% of its median is lockstep
+// whose middle half falls within 5 ms or 3% of its median is lockstep —
+// the rule the backoff checker applies (a 10 ms floor was within reach of
+// a jittered client's first retry by chance: 12 waits drawn over a few
+// tens of milliseconds)
 // (twelve uniformly jittered waits have an IQR of about half their width).
 func backoff(seen map[string][]invocation) string {
 	for _, name := range []string{"outage"} {
@@ -396,7 +399,7 @@ func backoff(seen map[string][]invocation) string {
 			}
 			// Load only widens a spread: one retry whose waits all fall
 			// within scheduling noise is lockstep, however noisy the others.
-			if iqr := g[len(g)*3/4] - g[len(g)/4]; len(g) >= 8 && iqr < max(10*time.Millisecond, m/20) {
+			if iqr := g[len(g)*3/4] - g[len(g)/4]; len(g) >= 8 && iqr < max(5*time.Millisecond, m*3/100) {
 				lockstep = true
 			}
 		}

@@ -12,8 +12,8 @@
 //
 // Each flaw (Options.Flaw) is one a team could ship:
 //
-//   - "ack-first": the message is acknowledged on receipt, then the
-//     transaction runs. A crash in between loses the order: the broker
+//   - "ack-first": the message is acknowledged on receipt (waiting for
+//     the broker's confirmation), then the transaction runs. A crash in between loses the order: the broker
 //     will not deliver it again (no-lost-message).
 //   - "mark-after-ack": the id is looked up first, the order booked, the
 //     message acknowledged (waiting for the broker's confirmation), and the
@@ -124,7 +124,8 @@ func handle(ctx context.Context, pool *pgxpool.Pool, msg jetstream.Msg, flaw str
 	}
 	switch flaw {
 	case "ack-first":
-		if err := msg.Ack(); err != nil {
+		// Made sure of first: the broker confirms the ack before the work.
+		if err := msg.DoubleAck(ctx); err != nil {
 			return err
 		}
 		_, err := book(ctx, pool, m, true)
