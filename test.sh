@@ -4,10 +4,13 @@
 # binaries (the embedded environment starts real clusters from them), the
 # MariaDB server binaries (the sql oracle's MySQL driver and the foreign
 # corpus's MariaDB service are tested against a real server), python3 (the
-# foreign corpus's SQLite service is a Python program), Chromium (the HTML
+# foreign corpus's SQLite service is a Python program), rabbitmq-server
+# with python3-pika and python3-psycopg2 (the rabbitmq broker kind and the
+# corpus's Python consumer on it), Chromium (the HTML
 # report's browser test opens a report in it), and strace, ip and unshare
 # (the address gate's test counts connect() and bind() calls in a network
-# namespace with only loopback) — then runs go test with any arguments
+# namespace with only loopback), redis-server (the Redis Streams broker of
+# consumer scenarios) — then runs go test with any arguments
 # given (./test.sh -run Foo ./checkers/), or, given none, go test ./...
 # and then every fuzz target for a bounded time.
 set -euo pipefail
@@ -20,6 +23,11 @@ have() { command -v "$1" >/dev/null 2>&1; }
 # The client corpus (examples/clients) runs real clients: curl, and a
 # Python one on Debian's own urllib3 (/usr/bin/python3, not a user's).
 have_urllib3() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import urllib3' >/dev/null 2>&1; }
+# The rabbitmq broker kind starts throwaway nodes from Debian's
+# rabbitmq-server; the foreign corpus's RabbitMQ consumer is Python on
+# Debian's pika and psycopg2.
+have_rabbitmq() { [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; }
+have_py() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import $1" >/dev/null 2>&1; }
 
 packages=()
 have_postgres || packages+=(postgresql)
@@ -27,9 +35,14 @@ have_mariadb || packages+=(mariadb-server)
 have python3 || packages+=(python3)
 have curl || packages+=(curl)
 have_urllib3 || packages+=(python3-urllib3)
+have_rabbitmq || packages+=(rabbitmq-server)
+have_py pika || packages+=(python3-pika)
+have_py psycopg2 || packages+=(python3-psycopg2)
 have strace || packages+=(strace)
 have ip || packages+=(iproute2)
 have unshare || packages+=(util-linux)
+# The Redis Streams broker (harness/broker/redis) runs Debian's server.
+have redis-server || [ -x /usr/bin/redis-server ] || packages+=(redis-server)
 if ! have_chromium && [ "${IDEMCHAOS_BROWSER_TESTS:-1}" != 0 ]; then
   packages+=(chromium)
 fi
@@ -73,7 +86,7 @@ go test -timeout 30m ./...
 fuzz_time=${IDEMCHAOS_FUZZTIME:-5s}
 for target in \
   "FuzzParse ./scenarios" \
-  "FuzzReadPlan ./harness" \
+  "FuzzReadPlan ./cmd/idemchaos/internal/planfile" \
   "FuzzMerge ./cmd/idemchaos/internal/shard" \
   "FuzzMergePartials ./cmd/idemchaos/internal/partcheck" \
   "FuzzReader ./history"; do

@@ -121,49 +121,36 @@ type tenantKey struct{ tenant, key string }
 // that share a key and a payload, or whose acknowledgment is byte for byte
 // the other's, are one unit: a correct service executes them once.
 //
-// It costs one map lookup per attempt (intent ids) and per effect; the
-// joins are found through the scopes [index.byScope] already grouped, and
+// It costs one pass over the attempts besides the intents [index.byIntent]
+// grouped (one lookup per attempt, shared with the report) and one lookup
+// per effect; the joins are found through the scopes [index.byScope]
+// already grouped, and
 // the (tenant, key) map that joins intents across endpoints and requests
 // without a key is built only when some effect names no known intent.
 func attribute(ix *index, p Profile, ct *Contract) *attribution {
 	h, effects := ix.h, ix.effects
 	order, scopeGroups := ix.byScope()
-	// byScope's table is done with: its arrays are reused.
-	byID := ix.spare
-	ix.spare = nil
-	if byID == nil {
-		byID = newStrTable(len(h.Attempts))
-	} else {
-		byID.reset()
+	ig := ix.byIntent()
+	byID, attemptOf := ig.table, ig.of
+	states := make([]intentState, len(ig.first))
+	for s, first := range ig.first {
+		states[s] = intentState{first: first, acked: -1, att: ig.off[s], nAtt: ig.off[s+1] - ig.off[s]}
 	}
-	states := make([]intentState, 0, len(h.Attempts))
 	var id string
 	isID := func(s int32) bool { return h.Attempts[states[s].first].Intent == id }
-	attemptOf := make([]int32, len(h.Attempts))
 	for i := range h.Attempts {
-		a := &h.Attempts[i]
-		id = a.Intent
-		s, ok := byID.lookup(id, int32(len(states)), isID)
-		if !ok {
-			states = append(states, intentState{first: int32(i), acked: -1})
-		}
-		attemptOf[i] = s
-		st := &states[s]
-		switch classify(a, p) {
+		switch classify(&h.Attempts[i], p) {
 		case succeeded:
-			if st.acked < 0 {
+			if st := &states[attemptOf[i]]; st.acked < 0 {
 				st.acked = int32(i)
 			}
 		case indeterminate:
-			st.anyIndet = true
+			states[attemptOf[i]].anyIndet = true
 		}
 	}
-	at := &attribution{intents: states}
-	var start []int32
-	at.attempts, start = bucket(attemptOf, len(states), nil)
-	for s := range states {
-		states[s].att, states[s].nAtt = start[s], start[s+1]-start[s]
-	}
+	at := &attribution{intents: states, attempts: ig.flat}
+	// Scratch for the bucketing below; the index's own arrays are shared.
+	start := make([]int32, len(states)+1)
 
 	// Units and groups: two union-finds over the intents. Only a scope
 	// used by several intents joins anything.

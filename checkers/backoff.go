@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -70,20 +71,21 @@ func (c backoff) check(ix *index) Part {
 	h := ix.h
 	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
-		return finish(r, h, why)
+		return early(r, h, why)
 	}
 	cc := c.cfg.clientContract(h)
 	cv := ix.client()
-	var waits [][]time.Duration // by retry: waits[n-1] before the n-th retry
-	longest := -1               // the intent with the most attempts, to point at
+	t := &backoffTally{Lockstep: cc.Jitter != "optional"}
 	for g := range cv.intents {
 		ci := &cv.intents[g]
 		if len(ci.attempts) < 2 {
 			continue
 		}
 		r.Checked++
-		if longest < 0 || len(ci.attempts) > len(cv.intents[longest].attempts) {
-			longest = g
+		// The intent with the most attempts, to point at: the first sent
+		// of those with as many, however the history is cut into parts.
+		if n, first := len(ci.attempts), h.Attempts[ci.attempts[0]].Op; n > t.Longest.N || (n == t.Longest.N && first < t.Longest.First) {
+			t.Longest = longestIntent{N: n, First: first, V: ci.violation(h, c.Name(), ci.attempts)}
 		}
 		short := false
 		for j := 1; j < len(ci.attempts); j++ {
@@ -92,10 +94,10 @@ func (c backoff) check(ix *index) Part {
 			if !own {
 				continue
 			}
-			for len(waits) < j {
-				waits = append(waits, nil)
+			for len(t.Waits) < j {
+				t.Waits = append(t.Waits, nil)
 			}
-			waits[j-1] = append(waits[j-1], w)
+			t.Waits[j-1] = append(t.Waits[j-1], w)
 			if cc.MinBackoff > 0 && w < cc.MinBackoff-time.Millisecond && !short {
 				short = true
 				v := ci.violation(h, c.Name(), ci.attempts[j-1:j+1])
@@ -106,24 +108,115 @@ func (c backoff) check(ix *index) Part {
 			}
 		}
 	}
-	if v, bad := c.growth(h, cv, waits, longest); bad {
-		r.Violations = append(r.Violations, v)
+	if t.Lockstep {
+		t.Hits = lockstepSamplesOf(h, cv)
 	}
-	if cc.Jitter != "optional" {
-		r.Violations = append(r.Violations, c.lockstep(h, cv)...)
+	r.t.backoff = t
+	if c.cfg.globals != nil {
+		// One part of the history: growth and lockstep compare intents
+		// across parts, the merge's to judge.
+		return finish(r, h, "")
 	}
+	r.Violations = append(r.Violations, t.judge(c.Name())...)
 	return finish(r, h, "")
 }
 
+// backoffTally is what backoff judges across intents: the waits before
+// each retry, the intent to point at, and the retries after each fault
+// that hit several intents. A part of a history keeps it for [Merge],
+// which joins the parts' and judges them as the whole history's.
+type backoffTally struct {
+	Waits    [][]time.Duration // by retry: waits[n-1] before the n-th retry
+	Longest  longestIntent
+	Hits     []hitGroup
+	Lockstep bool // the contract requires jitter
+}
+
+// longestIntent is the intent with the most attempts (n 0: none yet).
+type longestIntent struct {
+	N     int
+	First int64 // the op of its first attempt
+	V     Violation
+}
+
+// hitGroup is the retries of the intents one fault hit in one step:
+// byN[n] are the n-th waits after each intent's first hit.
+type hitGroup struct {
+	Key   hitKey
+	Where string
+	ByN   [][]lockSample
+}
+
+// lockSample is one intent's wait after a hit, and where to point.
+type lockSample struct {
+	Wait                 time.Duration
+	Hit, Next            int64 // ops
+	Tenant, Method, Path string
+}
+
+// mergeParts joins the parts' waits and hits and judges growth and
+// lockstep over the whole history.
+func (c backoff) mergeParts(r Part, parts []Part, h *history.History) Part {
+	if r.t.early != "" {
+		return finish(r, h, r.t.early)
+	}
+	t := &backoffTally{}
+	byKey := map[hitKey]int{}
+	for _, p := range parts {
+		pt := p.t.backoff
+		if pt == nil {
+			continue
+		}
+		t.Lockstep = t.Lockstep || pt.Lockstep
+		for i, w := range pt.Waits {
+			for len(t.Waits) <= i {
+				t.Waits = append(t.Waits, nil)
+			}
+			t.Waits[i] = append(t.Waits[i], w...)
+		}
+		if l := pt.Longest; l.N > t.Longest.N || (l.N == t.Longest.N && l.N > 0 && l.First < t.Longest.First) {
+			t.Longest = l
+		}
+		for _, g := range pt.Hits {
+			i, ok := byKey[g.Key]
+			if !ok {
+				i = len(t.Hits)
+				byKey[g.Key] = i
+				t.Hits = append(t.Hits, hitGroup{Key: g.Key, Where: g.Where})
+			}
+			for n, s := range g.ByN {
+				for len(t.Hits[i].ByN) <= n {
+					t.Hits[i].ByN = append(t.Hits[i].ByN, nil)
+				}
+				t.Hits[i].ByN[n] = append(t.Hits[i].ByN[n], s...)
+			}
+		}
+	}
+	r.Violations = append(r.Violations, t.judge(c.Name())...)
+	return finish(r, h, "")
+}
+
+// judge judges growth and lockstep over the tally.
+func (t *backoffTally) judge(name string) []Violation {
+	var out []Violation
+	if v, bad := t.growth(); bad {
+		out = append(out, v)
+	}
+	if t.Lockstep {
+		out = append(out, t.inLockstep(name)...)
+	}
+	return out
+}
+
 // growth judges the median wait before each retry across the intents.
-func (c backoff) growth(h *history.History, cv *clientView, waits [][]time.Duration, longest int) (Violation, bool) {
+func (t *backoffTally) growth() (Violation, bool) {
 	type med struct {
 		retry int
 		m     time.Duration
 		n     int
 	}
 	var meds []med
-	for i, w := range waits {
+	for i, w := range t.Waits {
 		if len(w) < 2 {
 			continue
 		}
@@ -134,8 +227,8 @@ func (c backoff) growth(h *history.History, cv *clientView, waits [][]time.Durat
 		return Violation{}, false
 	}
 	point := func() Violation {
-		ci := &cv.intents[longest]
-		v := ci.violation(h, c.Name(), ci.attempts)
+		v := t.Longest.V
+		v.Ops = slices.Clone(v.Ops)
 		return v
 	}
 	list := func() string {
@@ -170,14 +263,13 @@ func (c backoff) growth(h *history.History, cv *clientView, waits [][]time.Durat
 // hitKey names the intents one fault hit in one step: the fault kind of a
 // fault event aimed at the attempt, else the proxy's answer.
 type hitKey struct {
-	step int
-	what string
+	Step int
+	What string
 }
 
-// lockstep finds the faults that hit enough intents in one step whose
-// retries after the hit came in lockstep: for some n, the n-th waits after
-// each intent's first hit spread less than noise.
-func (c backoff) lockstep(h *history.History, cv *clientView) []Violation {
+// lockstepSamplesOf gathers, for each fault that hit intents in a step,
+// the waits of each intent's retries after its first hit.
+func lockstepSamplesOf(h *history.History, cv *clientView) []hitGroup {
 	kinds := make(map[int64]string)
 	for _, f := range h.Faults {
 		if f.Op != 0 && f.Action == "fire" {
@@ -186,15 +278,8 @@ func (c backoff) lockstep(h *history.History, cv *clientView) []Violation {
 			}
 		}
 	}
-	type sample struct {
-		wait      time.Duration
-		intent    int32
-		hit, next int32
-	}
-	// groups[k][n] are the n-th waits after the first hit of the intents
-	// that fault k hit.
-	groups := map[hitKey][][]sample{}
-	var order []hitKey
+	var groups []hitGroup
+	byKey := map[hitKey]int{}
 	stepOf := stepFinder(h)
 	for g := range cv.intents {
 		ci := &cv.intents[g]
@@ -216,31 +301,59 @@ func (c backoff) lockstep(h *history.History, cv *clientView) []Violation {
 				seen = map[hitKey]bool{}
 			}
 			seen[k] = true
-			if groups[k] == nil {
-				order = append(order, k)
-				groups[k] = [][]sample{}
+			gi, ok := byKey[k]
+			if !ok {
+				gi = len(groups)
+				byKey[k] = gi
+				where := ""
+				if len(h.Steps) > 0 {
+					where = fmt.Sprintf(" in step %q", h.Steps[k.Step].Name)
+				}
+				groups = append(groups, hitGroup{Key: k, Where: where})
 			}
+			first := &h.Attempts[ci.attempts[0]]
 			for n := 0; j+n+1 < len(ci.attempts); n++ {
-				w, own := waitAfter(&h.Attempts[ci.attempts[j+n]], &h.Attempts[ci.attempts[j+n+1]])
+				prev, next := &h.Attempts[ci.attempts[j+n]], &h.Attempts[ci.attempts[j+n+1]]
+				w, own := waitAfter(prev, next)
 				if !own {
 					continue
 				}
-				for len(groups[k]) <= n {
-					groups[k] = append(groups[k], nil)
+				grp := &groups[gi]
+				for len(grp.ByN) <= n {
+					grp.ByN = append(grp.ByN, nil)
 				}
-				groups[k][n] = append(groups[k][n], sample{w, int32(g), ci.attempts[j+n], ci.attempts[j+n+1]})
+				grp.ByN[n] = append(grp.ByN[n], lockSample{w, prev.Op, next.Op, ci.tenant, first.Method, first.Path})
 			}
 		}
 	}
-	var out []Violation
-	for _, k := range order {
-		for n, s := range groups[k] {
+	return groups
+}
+
+// inLockstep finds the faults that hit enough intents in one step whose
+// retries after the hit came in lockstep: for some n, the n-th waits after
+// each intent's first hit spread less than noise. The violations come in
+// the order of each fault's first hit, pointing at the intent hit first.
+func (t *backoffTally) inLockstep(name string) []Violation {
+	type found struct {
+		first int64
+		key   hitKey
+		v     Violation
+	}
+	var out []found
+	for _, g := range t.Hits {
+		for n, s := range g.ByN {
 			if len(s) < lockstepSamples {
 				continue
 			}
 			w := make([]time.Duration, len(s))
+			ops := make([]int64, 0, 2*len(s))
+			lead := 0
 			for i := range s {
-				w[i] = s[i].wait
+				w[i] = s[i].Wait
+				ops = append(ops, s[i].Hit, s[i].Next)
+				if s[i].Hit < s[lead].Hit {
+					lead = i
+				}
 			}
 			slices.Sort(w)
 			m := w[len(w)/2]
@@ -248,26 +361,23 @@ func (c backoff) lockstep(h *history.History, cv *clientView) []Violation {
 			if iqr >= max(lockstepSpread, time.Duration(lockstepShare*float64(m))) {
 				continue
 			}
-			ci := &cv.intents[s[0].intent]
-			var idx []int32
-			for _, x := range s {
-				idx = append(idx, x.hit, x.next)
-			}
-			slices.Sort(idx)
-			v := ci.violation(h, c.Name(), idx)
-			v.Intent, v.Key = "", ""
-			where := ""
-			if len(h.Steps) > 0 {
-				where = fmt.Sprintf(" in step %q", h.Steps[k.step].Name)
-			}
+			slices.Sort(ops)
+			v := Violation{Invariant: name, Tenant: s[lead].Tenant, Method: s[lead].Method, Path: s[lead].Path, Ops: ops}
 			v.Explanation = fmt.Sprintf("%d intents hit by %s%s retried in lockstep: their retry %d after the hit came a median %s after the answer before it, the middle half of them within %s of each other; clients one outage hits must spread their retries, or they all hit the recovering upstream at once.",
-				len(s), k.what, where, n+1, ms(m), ms(iqr))
+				len(s), g.Key.What, g.Where, n+1, ms(m), ms(iqr))
 			v.Cause = "no jitter: every client waits exactly the same delay (a fixed or purely exponential backoff); add random jitter to each wait"
-			out = append(out, v)
+			out = append(out, found{s[lead].Hit, g.Key, v})
 			break
 		}
 	}
-	return out
+	slices.SortFunc(out, func(a, b found) int {
+		return cmp.Or(cmp.Compare(a.first, b.first), cmp.Compare(a.key.Step, b.key.Step), strings.Compare(a.key.What, b.key.What))
+	})
+	vs := make([]Violation, len(out))
+	for i := range out {
+		vs[i] = out[i].v
+	}
+	return vs
 }
 
 // stepFinder returns the step of an attempt (by its index in h.Attempts).

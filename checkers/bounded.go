@@ -30,7 +30,7 @@ func (c bounded) check(ix *index) Part {
 	h := ix.h
 	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
-		return finish(r, h, why)
+		return early(r, h, why)
 	}
 	cc := c.cfg.clientContract(h)
 	cv := ix.client()
@@ -52,12 +52,31 @@ func (c bounded) check(ix *index) Part {
 		v.Cause = "retries stacked in layers: a retry loop around a client (an SDK, an HTTP library) that already retries multiplies the attempts; keep one retry loop with one budget, or a retry limit above the declared budget"
 		r.Violations = append(r.Violations, v)
 	}
-	if cc.GlobalBudget > 0 && total > cc.GlobalBudget {
-		v := Violation{Invariant: c.Name()}
+	r.t.attempts, r.t.intents, r.t.global = total, intents, cc.GlobalBudget
+	if c.cfg.globals != nil {
+		// One part of the history: the run's total is the merge's to judge.
+		return finish(r, h, "")
+	}
+	return settleBounded(r, h)
+}
+
+// settleBounded judges the run's total against the global budget: the end
+// of a check of the whole history, and of a merge of checked parts.
+func settleBounded(r Part, h *history.History) Part {
+	if total := r.t.attempts; r.t.global > 0 && total > r.t.global {
+		v := Violation{Invariant: r.Name}
 		v.Explanation = fmt.Sprintf("the run's %d intents sent %d attempts in all where the global budget is %d; a client's retries must stay within the budget of the whole run.",
-			intents, total, cc.GlobalBudget)
+			r.t.intents, total, r.t.global)
 		v.Cause = "retries stacked in layers, or retry loops that share no budget (each call retries on its own while the upstream is down), multiply the load an outage brings"
 		r.Violations = append(r.Violations, v)
 	}
 	return finish(r, h, "")
+}
+
+// mergeParts adds up the parts' attempts and judges the global budget.
+func (bounded) mergeParts(r Part, _ []Part, h *history.History) Part {
+	if r.t.early != "" {
+		return finish(r, h, r.t.early)
+	}
+	return settleBounded(r, h)
 }

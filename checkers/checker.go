@@ -168,6 +168,12 @@ func WithDecisionBound(d time.Duration) Option {
 // which a duplicate is blamed on record retention (default 30s).
 func WithRetentionGap(d time.Duration) Option { return func(c *config) { c.contract.RetentionGap = d } }
 
+// WithStates sets the declared order of the resources' states, first to
+// last, that forward-only judges by (a state must never move back).
+func WithStates(states ...string) Option {
+	return func(c *config) { c.contract.States = append([]string{}, states...) }
+}
+
 // WithFingerprint sets how "the same payload" is judged: strict,
 // canonical or either (see [Contract.Fingerprint]).
 func WithFingerprint(mode string) Option { return func(c *config) { c.contract.Fingerprint = mode } }
@@ -293,7 +299,16 @@ func runOrder(a all) []int {
 // A run that was interrupted is unknown whatever it shows: its traffic and
 // its effects were cut off, so what looks like a violation may be neither.
 func finish(r Part, h *history.History, unknown string) Part {
-	sort.SliceStable(r.Violations, func(i, j int) bool { return firstOp(r.Violations[i]) < firstOp(r.Violations[j]) })
+	// Violations naming no attempt (an intent whose client sent nothing)
+	// tie on op 0: by intent, so that their order does not depend on how
+	// a history was cut into parts.
+	sort.SliceStable(r.Violations, func(i, j int) bool {
+		a, b := &r.Violations[i], &r.Violations[j]
+		if fa, fb := firstOp(*a), firstOp(*b); fa != fb {
+			return fa < fb
+		}
+		return len(a.Ops) == 0 && len(b.Ops) == 0 && a.Intent < b.Intent
+	})
 	switch {
 	case h.Interrupted != "":
 		r.Verdict = Unknown
@@ -312,6 +327,14 @@ func finish(r Part, h *history.History, unknown string) Part {
 		r.Verdict = Pass
 	}
 	return r
+}
+
+// early ends a check that cannot judge the history (it lacks the facts the
+// check reads) with the reason why, kept for [Merge]: every part of such a
+// history says the same.
+func early(r Part, h *history.History, why string) Part {
+	r.t.early = why
+	return finish(r, h, why)
 }
 
 func firstOp(v Violation) int64 {

@@ -74,7 +74,15 @@ type Contract struct {
 	// (0: no limit); carried in the meta so a check says what the run
 	// checked its keys against.
 	MaxKeyLength int
-	_            struct{}
+	// States is the declared order of the resources' states, first to
+	// last (created, paid, refunded): forward-only's. Nil: forward-only
+	// has no order to judge by.
+	States []string
+	// MaxDeliveries is the most deliveries of one message a consumer
+	// scenario allows: bounded-redelivery's bound (0:
+	// [DefaultMaxDeliveries]).
+	MaxDeliveries int
+	_             struct{}
 }
 
 // RepeatRefuse is the contract's repeat of a service that refuses every
@@ -115,6 +123,17 @@ func (c Contract) Validate() error {
 	if r := c.Profile.Refuse; r != 0 && (r < 400 || r > 499) {
 		return fmt.Errorf("%w: repeat_status %d: a refusal is a 4xx", ErrBadContract, r)
 	}
+	if c.MaxDeliveries < 0 {
+		return fmt.Errorf("%w: max_deliveries %d: a count of deliveries is 1 or more (0: the default)", ErrBadContract, c.MaxDeliveries)
+	}
+	for i, st := range c.States {
+		if st == "" {
+			return fmt.Errorf("%w: states: an empty state name", ErrBadContract)
+		}
+		if slices.Contains(c.States[:i], st) {
+			return fmt.Errorf("%w: states: %q declared twice", ErrBadContract, st)
+		}
+	}
 	return nil
 }
 
@@ -126,7 +145,7 @@ func (c Contract) Meta() *history.Contract {
 		Profile: c.Profile.Name, MissingKey: c.Profile.MissingKey, Reuse: c.Profile.Reuse, InFlight: c.Profile.InFlight,
 		Fingerprint: c.Fingerprint, ReplayHeaders: slices.Clone(c.ReplayHeaders), ReplayIgnore: slices.Clone(c.ReplayIgnore),
 		DecisionBoundMS: c.DecisionBound.Milliseconds(), RetentionGapMS: c.RetentionGap.Milliseconds(),
-		MaxKeyLength: int64(c.MaxKeyLength),
+		MaxKeyLength: int64(c.MaxKeyLength), States: slices.Clone(c.States), MaxDeliveries: c.MaxDeliveries,
 	}
 	if c.Profile.Refuse != 0 {
 		m.Repeat, m.RepeatStatus = RepeatRefuse, c.Profile.Refuse
@@ -181,6 +200,8 @@ func ContractFromMeta(m *history.Contract) (Contract, error) {
 		c.RetentionGap = time.Duration(m.RetentionGapMS) * time.Millisecond
 	}
 	c.MaxKeyLength = int(m.MaxKeyLength)
+	c.States = slices.Clone(m.States)
+	c.MaxDeliveries = m.MaxDeliveries
 	return c, c.Validate()
 }
 

@@ -50,108 +50,160 @@ func (c eventuallyDecided) check(ix *index) Part {
 		}
 	}
 	slices.Sort(heals)
-	bound := int64(c.cfg.contract.DecisionBound)
-	undecidable := 0
-	var successes []int64 // completion times of every success, sorted
-	var rate failureRate  // how often the service answers 5xx, built on demand
 	order, groups := ix.byScope()
+	j := decisions{c: c, h: h, heals: heals, hit: hit, r: &r, keys: order.len()}
+	var payloads [][]int32
 	for g := range order.len() {
 		s := order.at(g)
-		idx := groups.at(g)
-		var last int64
-		for _, i := range idx {
-			last = max(last, h.Attempts[i].Invoke)
-		}
-		// The last heal at or before the key's last attempt (0 for none).
-		var healed int64
-		if n, _ := slices.BinarySearch(heals, last+1); n > 0 {
-			healed = max(heals[n-1], 0)
-		}
-		evidence := func(a *history.Attempt) bool { return a.Invoke >= healed && !hit[a.Op] }
-		first, lastAsked, decided := int64(-1), int64(-1), int64(-1)
-		stuck := false // some retry was told the key is still in flight
-		for _, i := range idx {
-			a := &h.Attempts[i]
-			if !evidence(a) {
-				continue
-			}
-			if first < 0 || a.Invoke < first {
-				first = a.Invoke
-			}
-			lastAsked = max(lastAsked, a.Invoke)
-			stuck = stuck || (a.Outcome == history.OK && a.Status == c.cfg.profile().InFlight)
-			if cl := classify(a, c.cfg.profile()); (cl == succeeded || cl == rejected) && a.Outcome == history.OK {
-				if decided < 0 || a.Complete < decided {
-					decided = a.Complete
-				}
-			}
-		}
-		if first < 0 {
-			continue
-		}
-		r.Checked++
-		{
-			if g := c.cfg.globals; g != nil {
-				successes, rate = g.Successes, g.rate()
-			}
-			if successes == nil {
-				successes = successTimes(h, c.cfg.profile())
-			}
-			if rate.keys == 0 {
-				rate = failureRateOf(h, order.len())
-			}
-			if v, bad := c.cached5xx(h, s, idx, evidence, successes, rate); bad {
-				r.Violations = append(r.Violations, v)
-				continue
-			}
-		}
-		if decided >= 0 {
-			// A heal between the first attempt and the decision restarts
-			// the clock: a retry sent while a crashed service was still
-			// coming back, and answered once it was up, was decided after
-			// the faults healed — the downtime is the fault's, not the
-			// service's.
-			if n, _ := slices.BinarySearch(heals, decided+1); n > 0 && heals[n-1] > first {
-				healed = heals[n-1]
-				first = healed
-			}
-		}
-		if decided >= 0 && decided-first <= bound {
-			if v, bad := c.stuckAfterSuccess(h, s, idx, evidence, bound); bad {
-				r.Violations = append(r.Violations, v)
-			}
-			continue
-		}
-		if decided < 0 && lastAsked-first < bound {
-			undecidable++
-			continue
-		}
-		var ops []int64
-		for _, i := range idx {
-			if a := &h.Attempts[i]; evidence(a) {
-				ops = append(ops, a.Op)
-			}
-		}
-		if decided >= 0 {
-			v := c.violation(h, s, ops, fmt.Sprintf("got its first definite answer only %s after its first attempt", time.Duration(decided-first).Round(time.Millisecond)), healed, stuck)
-			if stuck && faulted(h, "crash") {
-				// The record was taken over in the end: a lease, longer
-				// than the bound.
-				v.Cause = fmt.Sprintf("a 'processing' record whose holder died is taken over only when its lease expires, and that lease is longer than the scenario's decision bound: the takeover came %s after %s, the bound is %s; shorten the lease below the bound (or raise eventually-decided's bound if the service promises no better)",
-					time.Duration(decided-first).Round(time.Millisecond), sinceWhat(healed), c.cfg.contract.DecisionBound)
-			}
-			r.Violations = append(r.Violations, v)
-		} else {
-			v := c.violation(h, s, ops, fmt.Sprintf("was still undecided %s after its first attempt (answers: %s)", time.Duration(lastAsked-first).Round(time.Millisecond), answersOps(h, idx, ops)), healed, stuck)
-			if stuck && faulted(h, "crash") {
-				v.Cause = fmt.Sprintf("a 'processing' record whose holder died has no lease (no takeover in the %s the retries waited after %s, against a decision bound of %s), so it blocks every retry forever",
-					time.Duration(lastAsked-first).Round(time.Millisecond), sinceWhat(healed), c.cfg.contract.DecisionBound)
-			}
-			r.Violations = append(r.Violations, v)
+		// Each payload under the key is judged alone: a reuse's 422
+		// decides the reuse, not the payload whose record is stuck.
+		payloads = byPayload(h, groups.at(g), &c.cfg.contract, payloads[:0])
+		for _, idx := range payloads {
+			j.judge(s, idx, len(payloads) > 1)
 		}
 	}
-	r.t.undecidable, r.t.bound = undecidable, c.cfg.contract.DecisionBound
+	r.t.undecidable, r.t.bound = j.undecidable, c.cfg.contract.DecisionBound
 	return settleEventuallyDecided(r, h)
+}
+
+// decisions is one check of eventually-decided under way: what it reads
+// of the whole history, and what it has found so far.
+type decisions struct {
+	c     eventuallyDecided
+	h     *history.History
+	heals []int64        // every heal, sorted
+	hit   map[int64]bool // the attempts a fault was aimed at
+	r     *Part
+	keys  int
+	// undecidable counts the payloads whose client stopped before the bound.
+	undecidable int
+	successes   []int64     // completion times of every success, sorted, built on demand
+	rate        failureRate // how often the service answers 5xx, built on demand
+}
+
+// byPayload splits a key's attempts (sorted by invoke time) by payload —
+// the fingerprint under which a retry must get the first one's replay —
+// in the order each payload first appears, appending to out.
+func byPayload(h *history.History, idx []int32, ct *Contract, out [][]int32) [][]int32 {
+	first := ct.same(&h.Attempts[idx[0]])
+	if !slices.ContainsFunc(idx, func(i int32) bool { return ct.same(&h.Attempts[i]) != first }) {
+		return append(out, idx)
+	}
+	at := make(map[uint64]int)
+	for _, i := range idx {
+		fp := ct.same(&h.Attempts[i])
+		n, ok := at[fp]
+		if !ok {
+			n = len(out)
+			at[fp] = n
+			out = append(out, nil)
+		}
+		out[n] = append(out[n], i)
+	}
+	return out
+}
+
+// judge judges one payload's attempts under key s (idx, sorted by invoke
+// time): a violation, a payload whose client stopped before the bound, or
+// a decision in time. A violation of a key with several payloads names the
+// payload's intent.
+func (j *decisions) judge(s scope, idx []int32, several bool) {
+	c, h, heals, hit, r := j.c, j.h, j.heals, j.hit, j.r
+	bound := int64(c.cfg.contract.DecisionBound)
+	var last int64
+	for _, i := range idx {
+		last = max(last, h.Attempts[i].Invoke)
+	}
+	// The last heal at or before the payload's last attempt (0 for none).
+	var healed int64
+	if n, _ := slices.BinarySearch(heals, last+1); n > 0 {
+		healed = max(heals[n-1], 0)
+	}
+	evidence := func(a *history.Attempt) bool { return a.Invoke >= healed && !hit[a.Op] }
+	first, lastAsked, decided := int64(-1), int64(-1), int64(-1)
+	stuck := false // some retry was told the key is still in flight
+	for _, i := range idx {
+		a := &h.Attempts[i]
+		if !evidence(a) {
+			continue
+		}
+		if first < 0 || a.Invoke < first {
+			first = a.Invoke
+		}
+		lastAsked = max(lastAsked, a.Invoke)
+		stuck = stuck || (a.Outcome == history.OK && a.Status == c.cfg.profile().InFlight)
+		if cl := classify(a, c.cfg.profile()); (cl == succeeded || cl == rejected) && a.Outcome == history.OK {
+			if decided < 0 || a.Complete < decided {
+				decided = a.Complete
+			}
+		}
+	}
+	if first < 0 {
+		return
+	}
+	r.Checked++
+	if g := c.cfg.globals; g != nil {
+		j.successes, j.rate = g.Successes, g.rate()
+	}
+	if j.successes == nil {
+		j.successes = successTimes(h, c.cfg.profile())
+	}
+	if j.rate.keys == 0 {
+		j.rate = failureRateOf(h, j.keys)
+	}
+	if v, bad := c.cached5xx(h, s, idx, evidence, j.successes, j.rate); bad {
+		r.Violations = append(r.Violations, v)
+		return
+	}
+	if decided >= 0 {
+		// A heal between the first attempt and the decision restarts
+		// the clock: a retry sent while a crashed service was still
+		// coming back, and answered once it was up, was decided after
+		// the faults healed — the downtime is the fault's, not the
+		// service's.
+		if n, _ := slices.BinarySearch(heals, decided+1); n > 0 && heals[n-1] > first {
+			healed = heals[n-1]
+			first = healed
+		}
+	}
+	if decided >= 0 && decided-first <= bound {
+		if v, bad := c.stuckAfterSuccess(h, s, idx, evidence, bound); bad {
+			r.Violations = append(r.Violations, v)
+		}
+		return
+	}
+	if decided < 0 && lastAsked-first < bound {
+		j.undecidable++
+		return
+	}
+	var ops []int64
+	for _, i := range idx {
+		if a := &h.Attempts[i]; evidence(a) {
+			ops = append(ops, a.Op)
+		}
+	}
+	intent, which := "", ""
+	if several {
+		intent = h.Attempts[idx[0]].Intent
+		which = fmt.Sprintf("(the payload of intent %s; the key's other payloads are judged on their own) ", intent)
+	}
+	if decided >= 0 {
+		v := c.violation(h, s, intent, ops, which+fmt.Sprintf("got its first definite answer only %s after its first attempt", time.Duration(decided-first).Round(time.Millisecond)), healed, stuck)
+		if stuck && faulted(h, "crash") {
+			// The record was taken over in the end: a lease, longer
+			// than the bound.
+			v.Cause = fmt.Sprintf("a 'processing' record whose holder died is taken over only when its lease expires, and that lease is longer than the scenario's decision bound: the takeover came %s after %s, the bound is %s; shorten the lease below the bound (or raise eventually-decided's bound if the service promises no better)",
+				time.Duration(decided-first).Round(time.Millisecond), sinceWhat(healed), c.cfg.contract.DecisionBound)
+		}
+		r.Violations = append(r.Violations, v)
+	} else {
+		v := c.violation(h, s, intent, ops, which+fmt.Sprintf("was still undecided %s after its first attempt (answers: %s)", time.Duration(lastAsked-first).Round(time.Millisecond), answersOps(h, idx, ops)), healed, stuck)
+		if stuck && faulted(h, "crash") {
+			v.Cause = fmt.Sprintf("a 'processing' record whose holder died has no lease (no takeover in the %s the retries waited after %s, against a decision bound of %s), so it blocks every retry forever",
+				time.Duration(lastAsked-first).Round(time.Millisecond), sinceWhat(healed), c.cfg.contract.DecisionBound)
+		}
+		r.Violations = append(r.Violations, v)
+	}
 }
 
 // settleEventuallyDecided gives the verdict and reason from the violations
@@ -182,7 +234,7 @@ func sinceWhat(healed int64) string {
 	return "its first attempt"
 }
 
-func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, what string, healed int64, stuck bool) Violation {
+func (c eventuallyDecided) violation(h *history.History, s scope, intent string, ops []int64, what string, healed int64, stuck bool) Violation {
 	since := "its first attempt"
 	if healed > 0 {
 		since = "the faults healed at " + at(healed)
@@ -204,7 +256,7 @@ func (c eventuallyDecided) violation(h *history.History, s scope, ops []int64, w
 		cause = "the key's 'processing' record is never completed or released (no lease, or the outcome of the first attempt is never written), so every retry is told it is still in flight"
 	}
 	return Violation{
-		Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Ops: ops,
+		Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: intent, Ops: ops,
 		Explanation: fmt.Sprintf("%s %s, counting from %s; a retry must get a definite answer within %s.",
 			describeScope(s), what, since, c.cfg.contract.DecisionBound),
 		Cause: cause,

@@ -119,8 +119,11 @@ func settleExactlyOnce(r Part, h *history.History) Part {
 // mergeParts settles the whole from its parts: an early unknown stands as
 // it is, else the orphans and unread effects the parts counted.
 func (exactlyOnce) mergeParts(r Part, _ []Part, h *history.History) Part {
-	if r.t.early != "" {
+	switch {
+	case r.t.early != "":
 		return finish(r, h, r.t.early)
+	case r.t.client:
+		return settleClientExactlyOnce(r, h)
 	}
 	return settleExactlyOnce(r, h)
 }
@@ -145,7 +148,7 @@ func (c exactlyOnce) judgeUnit(h *history.History, effects []history.Effect, u *
 	}
 	first := &h.Attempts[st.first]
 	switch {
-	case u.acked >= 0 && len(fx) == 0 && !unread:
+	case u.acked >= 0 && len(fx) == 0 && !unread && !poisoned(h, unitAttempts(at, u)):
 		if *bodies == nil {
 			*bodies = indexBodies(h, at)
 		}
@@ -194,7 +197,7 @@ func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, at
 	pool := groupKinds(effects, g.pool())
 	need := 0 // acknowledged units with no exact effect at all
 	for _, ui := range units {
-		if u := &at.units[ui]; u.acked >= 0 && u.nEx == 0 {
+		if u := &at.units[ui]; u.acked >= 0 && u.nEx == 0 && !poisoned(h, unitAttempts(at, u)) {
 			need++
 		}
 	}
@@ -217,7 +220,7 @@ func (c exactlyOnce) judgeGroup(h *history.History, effects []history.Effect, at
 		// No effect names only the key: each acknowledged unit without an
 		// effect of its own is certainly the one that lacks it.
 		for _, ui := range units {
-			if u := &at.units[ui]; u.acked >= 0 && u.nEx == 0 {
+			if u := &at.units[ui]; u.acked >= 0 && u.nEx == 0 && !poisoned(h, unitAttempts(at, u)) {
 				out = append(out, c.lost(h, at, at.ackedOf(u), bodies, asks))
 			}
 		}

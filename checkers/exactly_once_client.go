@@ -68,11 +68,20 @@ func (c exactlyOnce) checkClient(ix *index, r Part) Part {
 			r.Violations = append(r.Violations, v)
 		}
 	}
-	if n := len(cv.unattributed); n > 0 {
+	r.t.client, r.t.unattributed, r.t.unread = true, len(cv.unattributed), unread
+	return settleClientExactlyOnce(r, h)
+}
+
+// settleClientExactlyOnce gives the verdict and reason of a client run's
+// exactly-once from the violations and the tally: the end of a check, and
+// of a merge of checked parts.
+func settleClientExactlyOnce(r Part, h *history.History) Part {
+	r.Reason = ""
+	if n := r.t.unattributed; n > 0 {
 		r.Reason = fmt.Sprintf("%d %s attributed to no intent (no intent's listener passed the response naming %s): counted against none", n, plural(n, "effect was", "effects were"), plural(n, "it", "them"))
 	}
 	unknown := ""
-	if unread {
+	if r.t.unread {
 		unknown = "the producer did not read all of the upstream's effects (effects_recorded: false): duplicates were judged, lost orders cannot be"
 	}
 	return finish(r, h, unknown)

@@ -114,7 +114,15 @@ func TestGolden_Histories(t *testing.T) {
 func suiteOf(t testing.TB, h *history.History, opts []checkers.Option) checkers.Checker {
 	t.Helper()
 	var suite []checkers.Checker
-	for _, n := range checkers.DefaultNames(h.Meta.Mode) {
+	// The invariants the meta names besides the mode's default set: those
+	// in no suite (forward-only, no-lost-message) run only when named.
+	names := checkers.DefaultNames(h.Meta.Mode)
+	for _, n := range h.Meta.Invariants {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, n := range names {
 		c, err := checkers.ByName(n, opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -197,8 +205,10 @@ func readOpts(t testing.TB, file string) ([]checkers.Option, []string) {
 			opts = append(opts, checkers.WithRetentionGap(d))
 		case name == "fingerprint":
 			opts = append(opts, checkers.WithFingerprint(value))
+		case name == "states":
+			opts = append(opts, checkers.WithStates(strings.Split(value, ",")...))
 		default:
-			t.Fatalf("%s:%d: unknown option %q (known: profile, headers, decision-bound, retention-gap, fingerprint; or a \"contract\" in the meta event)", file, n, name)
+			t.Fatalf("%s:%d: unknown option %q (known: profile, headers, decision-bound, retention-gap, fingerprint, states; or a \"contract\" in the meta event)", file, n, name)
 		}
 	}
 	if err := sc.Err(); err != nil {

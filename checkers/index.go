@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sync"
@@ -29,8 +30,11 @@ type index struct {
 	grouped bool
 	groups  scopeGroups // attempts of each scope, in order of first appearance, sorted by invoke time
 
-	// spare is byScope's string table, which attribute reuses.
+	// spare is byScope's string table, which byIntent reuses.
 	spare *strTable
+
+	intentMu sync.Mutex
+	intents  *intentGroups
 
 	attr        *attribution
 	attrProfile Profile
@@ -151,14 +155,61 @@ func (s scopeGroups) len() int { return len(s.off) - 1 }
 func (s scopeGroups) at(g int) []int32 { return s.flat[s.off[g]:s.off[g+1]:s.off[g+1]] }
 
 func (ix *index) byInvoke(x, y int32) int {
-	a, b := ix.h.Attempts[x].Invoke, ix.h.Attempts[y].Invoke
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+	return cmp.Compare(ix.h.Attempts[x].Invoke, ix.h.Attempts[y].Invoke)
+}
+
+// intentGroups are the attempts of every intent, in order of first
+// attempt, each in history order. An attempt without an intent id belongs
+// to the intent "", as any other.
+type intentGroups struct {
+	first     []int32 // first attempt of each intent
+	of        []int32 // intent of each attempt
+	flat, off []int32 // attempts of intent s: flat[off[s]:off[s+1]]
+	table     *strTable
+}
+
+// byIntent groups the attempts by intent, once: the attribution of effects
+// and the report's timelines read the same groups.
+func (ix *index) byIntent() *intentGroups {
+	ix.intentMu.Lock()
+	defer ix.intentMu.Unlock()
+	if ix.intents != nil {
+		return ix.intents
 	}
-	return 0
+	h := ix.h
+	ix.scopeMu.Lock()
+	byID := ix.spare // byScope's table is done with: its arrays are reused
+	ix.spare = nil
+	ix.scopeMu.Unlock()
+	if byID == nil {
+		byID = newStrTable(len(h.Attempts))
+	} else {
+		byID.reset()
+	}
+	first := make([]int32, 0, len(h.Attempts))
+	var id string
+	isID := func(s int32) bool { return h.Attempts[first[s]].Intent == id }
+	of := make([]int32, len(h.Attempts))
+	for i := range h.Attempts {
+		id = h.Attempts[i].Intent
+		s, ok := byID.lookup(id, int32(len(first)), isID)
+		if !ok {
+			first = append(first, int32(i))
+		}
+		of[i] = s
+	}
+	flat, off := bucket(of, len(first), nil)
+	ix.intents = &intentGroups{first: first, of: of, flat: flat, off: off, table: byID}
+	return ix.intents
+}
+
+// attempts returns the attempts of intent id, in history order.
+func (g *intentGroups) attempts(h *history.History, id string) []int32 {
+	s, ok := g.table.get(id, func(s int32) bool { return h.Attempts[g.first[s]].Intent == id })
+	if !ok {
+		return nil
+	}
+	return g.flat[g.off[s]:g.off[s+1]:g.off[s+1]]
 }
 
 // attribution returns the effects joined to intents under contract ct.
@@ -189,4 +240,102 @@ func (ix *index) expired() bool {
 // budgetReason says that left of n keys went unchecked.
 func budgetReason(budget time.Duration, left, n int) string {
 	return fmt.Sprintf("the time budget (--max-time %s) ran out: %d of %d keys were not checked", budget, left, n)
+}
+
+// Index is a history grouped by scope and by intent, each grouping built
+// once on first use: the checks of a [Contract] share one, and the report
+// draws its timelines from one, so a timeline's attempts are the ones its
+// checker grouped. Safe for concurrent use.
+type Index struct {
+	ix *index
+
+	once    sync.Once
+	byKey   map[tenantKey][]int32 // attempts of each (tenant, key), every endpoint's, in history order
+	keyless map[string][]int32    // attempts without a key, by tenant, in history order
+	effKey  map[tenantKey][]int32 // effects of each (tenant, key)
+	effInt  map[string][]int32    // effects that name an intent, by intent
+	byOp    map[int64]int32
+}
+
+// NewIndex returns the index of h (its effects are h.Effects).
+func NewIndex(h *history.History) *Index { return &Index{ix: newIndex(h, h.Effects)} }
+
+// IntentAttempts returns the attempts of intent id, in history order;
+// callers must not change them.
+func (x *Index) IntentAttempts(id string) []int32 { return x.ix.byIntent().attempts(x.ix.h, id) }
+
+// KeyAttempts returns the attempts that used key under tenant on any
+// endpoint — the scopes a (tenant, key) spans — in history order; for key
+// "", the tenant's attempts that carried none.
+func (x *Index) KeyAttempts(tenant, key string) []int32 {
+	x.build()
+	if key == "" {
+		return x.keyless[tenant]
+	}
+	return x.byKey[tenantKey{tenant, key}]
+}
+
+// KeyEffects returns the effects (indices into the history's Effects)
+// recorded for key under tenant, in history order.
+func (x *Index) KeyEffects(tenant, key string) []int32 {
+	x.build()
+	return x.effKey[tenantKey{tenant, key}]
+}
+
+// IntentEffects returns the effects that name intent id, in history order.
+func (x *Index) IntentEffects(id string) []int32 {
+	x.build()
+	return x.effInt[id]
+}
+
+// AttemptOf returns the attempt of op (the last, if a producer repeated it).
+func (x *Index) AttemptOf(op int64) (int, bool) {
+	x.build()
+	i, ok := x.byOp[op]
+	return int(i), ok
+}
+
+// build makes the (tenant, key) groupings from the scopes: one map entry
+// per scope rather than per attempt.
+func (x *Index) build() {
+	x.once.Do(func() {
+		h := x.ix.h
+		list, groups := x.ix.byScope()
+		x.byKey = make(map[tenantKey][]int32, list.len())
+		for g := range list.len() {
+			s := list.at(g)
+			tk := tenantKey{s.tenant, s.key}
+			if prev, ok := x.byKey[tk]; ok {
+				// A key used on several endpoints: its scopes joined.
+				x.byKey[tk] = append(slices.Clip(prev), groups.at(g)...)
+				continue
+			}
+			x.byKey[tk] = groups.at(g)
+		}
+		for tk, idx := range x.byKey {
+			if !slices.IsSorted(idx) {
+				idx = slices.Clone(idx) // a scope's group is the checkers': never reordered
+				slices.Sort(idx)
+				x.byKey[tk] = idx
+			}
+		}
+		x.keyless = map[string][]int32{}
+		x.byOp = make(map[int64]int32, len(h.Attempts))
+		for i := range h.Attempts {
+			a := &h.Attempts[i]
+			x.byOp[a.Op] = int32(i)
+			if a.Key == "" {
+				x.keyless[a.Tenant] = append(x.keyless[a.Tenant], int32(i))
+			}
+		}
+		x.effKey, x.effInt = map[tenantKey][]int32{}, map[string][]int32{}
+		for i := range x.ix.effects {
+			e := &x.ix.effects[i]
+			tk := tenantKey{e.Tenant, e.Key}
+			x.effKey[tk] = append(x.effKey[tk], int32(i))
+			if e.Intent != "" {
+				x.effInt[e.Intent] = append(x.effInt[e.Intent], int32(i))
+			}
+		}
+	})
 }

@@ -30,7 +30,7 @@ func (c keyPerIntent) check(ix *index) Part {
 	h := ix.h
 	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
-		return finish(r, h, why)
+		return early(r, h, why)
 	}
 	cv := ix.client()
 	// owners lists the intents of each key, the first of them first; only

@@ -31,7 +31,7 @@ func (c keyedRetry) check(ix *index) Part {
 	h := ix.h
 	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
-		return finish(r, h, why)
+		return early(r, h, why)
 	}
 	for _, ci := range ix.client().intents {
 		if len(ci.attempts) < 2 {

@@ -39,10 +39,25 @@ type tally struct {
 	left, keys  int // in-flight-conflict: keys the time budget left unchecked, of keys
 	budget      time.Duration
 	looseSeen   bool // reuse-rejected: a key rejected another payload
+	// The client suite, over the intents of a part.
+	client        bool // exactly-once: a client run's history
+	unattributed  int  // exactly-once, client: effects attributed to no intent
+	unknowns      int  // truthful-outcome: intents whose client said "unknown"
+	silent        int  // truthful-outcome: intents with attempts and no belief
+	forbidUnknown bool // truthful-outcome: the client contract forbids "unknown"
+	attempts      int  // bounded: attempts of the intents
+	intents       int  // bounded: intents that sent any
+	global        int  // bounded: the global budget (0: none)
+	backoff       *backoffTally
 	// replay-identical, in a part: the first-hand successes' headers by
 	// endpoint, and the marked replays to judge against all of them.
 	endpoints map[endpoint]*endpointTally
 	stripped  []strippedCandidates
+	// bounded-redelivery, in a part: the messages redelivered and never
+	// settled, and those never delivered, for the merge to judge whether
+	// one blocked the queue.
+	redelivered []redelivered
+	undelivered []undelivered
 }
 
 // partMerger is the optional interface of a checker whose result over a
@@ -99,7 +114,7 @@ func Merge(parts []Part, interrupted string, truncated bool) Result {
 	if m, ok := mergerOf(r.Name); ok {
 		return m.mergeParts(r, parts, h).Result
 	}
-	return finish(r, h, "").Result
+	return finish(r, h, r.t.early).Result
 }
 
 // sumParts adds the parts up: checked counts, violations and tallies.
@@ -107,7 +122,16 @@ func sumParts(parts []Part) Part {
 	r := Part{Result: Result{Name: parts[0].Name}}
 	r.t = parts[0].t
 	r.t.orphans, r.t.undecidable, r.t.left, r.t.keys, r.t.unlearned = 0, 0, 0, 0, 0
+	r.t.unattributed, r.t.unknowns, r.t.silent, r.t.attempts, r.t.intents = 0, 0, 0, 0, 0
 	for _, p := range parts {
+		r.t.client = r.t.client || p.t.client
+		r.t.unattributed += p.t.unattributed
+		r.t.unknowns += p.t.unknowns
+		r.t.silent += p.t.silent
+		r.t.forbidUnknown = r.t.forbidUnknown || p.t.forbidUnknown
+		r.t.attempts += p.t.attempts
+		r.t.intents += p.t.intents
+		r.t.global = max(r.t.global, p.t.global)
 		r.Checked += p.Checked
 		r.Violations = append(r.Violations, p.Violations...)
 		r.t.orphans += p.t.orphans
@@ -123,7 +147,7 @@ func sumParts(parts []Part) Part {
 			r.t.early = p.t.early
 		}
 	}
-	r.t.endpoints, r.t.stripped = nil, nil
+	r.t.endpoints, r.t.stripped, r.t.backoff = nil, nil, nil
 	return r
 }
 

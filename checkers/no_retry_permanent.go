@@ -32,7 +32,7 @@ func (c noRetryPermanent) check(ix *index) Part {
 	h := ix.h
 	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
-		return finish(r, h, why)
+		return early(r, h, why)
 	}
 	cc := c.cfg.clientContract(h)
 	for _, ci := range ix.client().intents {

@@ -70,6 +70,30 @@ type wireTally struct {
 	Stripped        []wireStripped
 	HeaderNames     []string // the names wireCand.Headers index
 	HasEndpoints    bool     // nil is how a result says it kept no tallies
+	Client          bool
+	Unattributed    int
+	Unknowns        int
+	Silent          int
+	ForbidUnknown   bool
+	Attempts        int
+	Intents         int
+	Global          int
+	Backoff         *backoffTally // its fields exported for gob
+	Redelivered     []wireRedelivered
+	Undelivered     []wireUndelivered
+}
+
+// wireRedelivered and wireUndelivered are bounded-redelivery's messages
+// waiting for the merge.
+type wireRedelivered struct {
+	Tenant, Key, Intent string
+	Published, Op       int64
+	Count               int
+}
+
+type wireUndelivered struct {
+	Intent    string
+	Published int64
 }
 
 type wireEndpoint struct {
@@ -118,7 +142,14 @@ func wireOf(r Part) wireResult {
 	t := r.t
 	w.T = wireTally{Early: t.early, NoCrash: t.noCrash, Unread: t.unread, Orphans: t.orphans, Unlearned: t.unlearned, Refuse: t.refuse,
 		Undecidable: t.undecidable, Bound: t.bound, Budget: t.budget, Left: t.left, Keys: t.keys, LooseSeen: t.looseSeen,
-		HasEndpoints: t.endpoints != nil}
+		HasEndpoints: t.endpoints != nil, Client: t.client, Unattributed: t.unattributed, Unknowns: t.unknowns, Silent: t.silent,
+		ForbidUnknown: t.forbidUnknown, Attempts: t.attempts, Intents: t.intents, Global: t.global, Backoff: t.backoff}
+	for _, m := range t.redelivered {
+		w.T.Redelivered = append(w.T.Redelivered, wireRedelivered{m.tenant, m.key, m.intent, m.published, m.op, m.count})
+	}
+	for _, m := range t.undelivered {
+		w.T.Undelivered = append(w.T.Undelivered, wireUndelivered{m.intent, m.published})
+	}
 	for e, et := range t.endpoints {
 		w.T.Endpoints = append(w.T.Endpoints, wireEndpoint{e.method, e.path, e.status, et.n, et.headers})
 	}
@@ -160,7 +191,15 @@ func (w wireResult) result() Part {
 	}
 	t := w.T
 	r.t = tally{early: t.Early, noCrash: t.NoCrash, unread: t.Unread, orphans: t.Orphans, unlearned: t.Unlearned, refuse: t.Refuse,
-		undecidable: t.Undecidable, bound: t.Bound, budget: t.Budget, left: t.Left, keys: t.Keys, looseSeen: t.LooseSeen}
+		undecidable: t.Undecidable, bound: t.Bound, budget: t.Budget, left: t.Left, keys: t.Keys, looseSeen: t.LooseSeen,
+		client: t.Client, unattributed: t.Unattributed, unknowns: t.Unknowns, silent: t.Silent, forbidUnknown: t.ForbidUnknown,
+		attempts: t.Attempts, intents: t.Intents, global: t.Global, backoff: t.Backoff}
+	for _, m := range t.Redelivered {
+		r.t.redelivered = append(r.t.redelivered, redelivered{m.Tenant, m.Key, m.Intent, m.Published, m.Op, m.Count})
+	}
+	for _, m := range t.Undelivered {
+		r.t.undelivered = append(r.t.undelivered, undelivered{m.Intent, m.Published})
+	}
 	if t.HasEndpoints {
 		r.t.endpoints = make(map[endpoint]*endpointTally, len(t.Endpoints))
 	}

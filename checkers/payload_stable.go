@@ -31,7 +31,7 @@ func (c payloadStable) check(ix *index) Part {
 	h := ix.h
 	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
-		return finish(r, h, why)
+		return early(r, h, why)
 	}
 	canonical := c.cfg.contract.Fingerprint == FingerprintCanonical
 	fp := func(a *history.Attempt) uint64 {

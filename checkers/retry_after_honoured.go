@@ -36,7 +36,7 @@ func (c retryAfterHonoured) check(ix *index) Part {
 	h := ix.h
 	r := Part{Result: Result{Name: c.Name()}}
 	if why := noIntents(h); why != "" {
-		return finish(r, h, why)
+		return early(r, h, why)
 	}
 	for _, ci := range ix.client().intents {
 		for j := 1; j < len(ci.attempts); j++ {

@@ -62,6 +62,12 @@ func (c reuseRejected) check(ix *index) Part {
 				owner = i
 			}
 		}
+		if owner < 0 {
+			owner = firstAlone(h, idx, ct)
+		}
+		if owner < 0 {
+			owner = onlyUnrejected(h, idx, ct, c.cfg.profile().Reuse)
+		}
 		for _, i := range idx {
 			a := &h.Attempts[i]
 			if owner >= 0 && ct.distinct(a) == ct.distinct(&h.Attempts[owner]) {
@@ -79,6 +85,51 @@ func (c reuseRejected) check(ix *index) Part {
 		r.t.looseSeen = reuseRejectedSomewhere(h, order, groups, c.cfg.profile(), ct)
 	}
 	return finish(r, h, "")
+}
+
+// firstAlone returns the key's first attempt that may have reached the
+// service when no other payload was sent before it ended, or -1. No answer
+// of the key succeeded (a lost 201, a record stuck in progress), yet that
+// payload claimed the key: its own retries' 409s or 5xx are its answers,
+// not a reuse rejected with the wrong status. idx is sorted by invoke time.
+func firstAlone(h *history.History, idx []int32, ct *Contract) int32 {
+	for _, i := range idx {
+		a := &h.Attempts[i]
+		if a.Outcome == history.Fail {
+			continue // never sent: it claimed nothing
+		}
+		if otherPayloadBefore(h, idx, a, ct) {
+			return -1
+		}
+		return i
+	}
+	return -1
+}
+
+// onlyUnrejected returns the first sent attempt of the key's one payload
+// the service never rejected as reused, when it rejected every other one
+// so, or -1: payloads sent while the first was still open (a collision, a
+// copy) are told apart by the service's own answers.
+func onlyUnrejected(h *history.History, idx []int32, ct *Contract, reuse int) int32 {
+	rejected := make(map[uint64]bool)
+	for _, i := range idx {
+		a := &h.Attempts[i]
+		rejected[ct.distinct(a)] = rejected[ct.distinct(a)] || (a.Outcome == history.OK && a.Status == reuse)
+	}
+	owner := int32(-1)
+	for _, i := range idx {
+		a := &h.Attempts[i]
+		if rejected[ct.distinct(a)] || a.Outcome == history.Fail {
+			continue
+		}
+		if owner >= 0 && ct.distinct(&h.Attempts[owner]) != ct.distinct(a) {
+			return -1 // two payloads never rejected: either may own the key
+		}
+		if owner < 0 {
+			owner = i
+		}
+	}
+	return owner
 }
 
 func severalPayloads(h *history.History, idx []int32, ct *Contract) bool {
@@ -210,15 +261,36 @@ func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, or
 		// too: that is its contract, not a phantom reuse.
 		return Violation{}, false
 	}
+	// The scope's first payload, sent alone and seen to reach the service,
+	// claimed the key in its scope: a reuse answer to it is a phantom even
+	// once other payloads of the scope have followed.
+	// A failure releases the claim, and another payload may then take the
+	// key: only a claim that no 5xx released and no other payload's
+	// success took over stands.
+	first := firstAlone(h, idx, ct)
+	if first >= 0 && !reached(h, &h.Attempts[first]) {
+		first = -1
+	}
+	for _, i := range idx {
+		if first < 0 {
+			break
+		}
+		b := &h.Attempts[i]
+		mine := ct.distinct(b) == ct.distinct(&h.Attempts[first])
+		if (mine && b.Outcome == history.OK && b.Status >= 500) || (!mine && classify(b, c.cfg.profile()) == succeeded) {
+			first = -1
+		}
+	}
 	for n, i := range idx {
 		a := &h.Attempts[i]
 		if a.Outcome != history.OK || a.Status != c.cfg.profile().Reuse {
 			continue
 		}
-		if otherPayloadBefore(h, idx, a, ct) {
+		claimed := first >= 0 && ct.distinct(a) == ct.distinct(&h.Attempts[first])
+		if !claimed && otherPayloadBefore(h, idx, a, ct) {
 			continue // another payload of this scope came first: a fair reuse answer
 		}
-		if ct.Fingerprint != FingerprintCanonical && otherBytesBefore(h, idx, a) {
+		if ct.Fingerprint != FingerprintCanonical && otherBytesBefore(h, idx, a, ct) {
 			continue // a reformatted body may count as another payload: a fair rejection
 		}
 		*checked++
@@ -233,8 +305,12 @@ func (c reuseRejected) phantomReuse(h *history.History, s scope, idx []int32, or
 		}
 		if o != nil {
 			v.Ops = []int64{o.Op, a.Op}
-			v.Explanation = fmt.Sprintf("%s was rejected with %d as a reused key (op %d), before this tenant and endpoint had sent any other payload with it; tenant %s used the same key on %s %s (op %d), and a key is only reused within its own (tenant, endpoint) scope.",
-				describeScope(s), a.Status, a.Op, o.Tenant, o.Method, o.Path, o.Op)
+			before := "before this tenant and endpoint had sent any other payload with it"
+			if claimed && otherPayloadBefore(h, idx, a, ct) {
+				before = fmt.Sprintf("on the payload that first used the key in this tenant and endpoint, sent alone (op %d)", h.Attempts[first].Op)
+			}
+			v.Explanation = fmt.Sprintf("%s was rejected with %d as a reused key (op %d), %s; tenant %s used the same key on %s %s (op %d), and a key is only reused within its own (tenant, endpoint) scope.",
+				describeScope(s), a.Status, a.Op, before, o.Tenant, o.Method, o.Path, o.Op)
 			v.Cause = "the key's scope is wider than (tenant, endpoint, key): one global key space, so another tenant's (or endpoint's) record with the same key was found"
 			return v, true
 		}
@@ -306,16 +382,31 @@ func hasStatus(h *history.History, idx []int32, status int) bool {
 	return false
 }
 
-// otherBytesBefore reports an attempt of the scope with other body bytes
-// sent before a ended.
-func otherBytesBefore(h *history.History, idx []int32, a *history.Attempt) bool {
+// reached says the attempt is known to have reached the service: the
+// service answered it, or the fault proxy dropped the answer the service
+// gave.
+func reached(h *history.History, a *history.Attempt) bool {
+	if a.Outcome == history.OK && (!a.Proxied || a.Forwarded) {
+		return true
+	}
+	for _, f := range h.Faults {
+		if f.Op == a.Op && f.Kind == "response-drop" {
+			return true
+		}
+	}
+	return false
+}
+
+// otherBytesBefore reports an attempt of the scope with a's payload written
+// with other body bytes (a reformatted copy) sent before a ended.
+func otherBytesBefore(h *history.History, idx []int32, a *history.Attempt, ct *Contract) bool {
 	end := a.End(h.End)
 	for _, i := range idx {
 		b := &h.Attempts[i]
 		if b.Invoke >= end {
 			return false
 		}
-		if b.ReqHash != a.ReqHash {
+		if b.ReqHash != a.ReqHash && ct.distinct(b) == ct.distinct(a) {
 			return true
 		}
 	}

@@ -10,6 +10,8 @@ import (
 )
 
 // scope is the idempotency scope of DESIGN §3: tenant, endpoint and key.
+// The report draws a violation's (tenant, key) over every endpoint that
+// used it: the scopes [Index.KeyAttempts] joins.
 type scope struct{ tenant, method, path, key string }
 
 func scopeOf(a *history.Attempt) scope { return scope{a.Tenant, a.Method, a.Path, a.Key} }
@@ -92,6 +94,9 @@ func opList(ops []int64) string {
 }
 
 func opsOf(h *history.History, idx []int32) []int64 {
+	if len(idx) == 0 {
+		return nil // as a violation that names no attempt decodes from a partition's result
+	}
 	ops := make([]int64, len(idx))
 	for i, j := range idx {
 		ops[i] = h.Attempts[j].Op

@@ -32,10 +32,10 @@ func (c truthfulOutcome) check(ix *index) Part {
 	h := ix.h
 	r := Part{Result: Result{Name: c.Name()}}
 	if why := notClient(h, "what the client believed"); why != "" {
-		return finish(r, h, why)
+		return early(r, h, why)
 	}
 	if h.Meta.EffectsUnread || (!h.EffectsKnown && len(ix.effects) == 0) {
-		return finish(r, h, "the history does not record the upstream's effects, so what the client believed cannot be compared with what happened")
+		return early(r, h, "the history does not record the upstream's effects, so what the client believed cannot be compared with what happened")
 	}
 	cc := c.cfg.clientContract(h)
 	cv := ix.client()
@@ -84,15 +84,31 @@ func (c truthfulOutcome) check(ix *index) Part {
 		}
 		r.Violations = append(r.Violations, v)
 	}
+	r.t.unknowns, r.t.silent, r.t.forbidUnknown = unknown, silent, cc.Unknown == "forbidden"
+	return settleTruthful(r, h)
+}
+
+// settleTruthful gives the reason from the counts: the end of a check, and
+// of a merge of checked parts.
+func settleTruthful(r Part, h *history.History) Part {
 	var notes []string
-	if unknown > 0 && cc.Unknown != "forbidden" {
-		notes = append(notes, fmt.Sprintf("%d of %d intents ended with the outcome unknown (exit 75), which the contract allows", unknown, r.Checked))
+	if n := r.t.unknowns; n > 0 && !r.t.forbidUnknown {
+		notes = append(notes, fmt.Sprintf("%d of %d intents ended with the outcome unknown (exit 75), which the contract allows", n, r.Checked))
 	}
-	if silent > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents have no belief event (their command's end was not recorded) and were not judged", silent))
+	if n := r.t.silent; n > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents have no belief event (their command's end was not recorded) and were not judged", n))
 	}
 	r.Reason = strings.Join(notes, "; ")
 	return finish(r, h, "")
+}
+
+// mergeParts settles the whole from its parts' counts: an early unknown
+// (a history without effects) stands as it is.
+func (truthfulOutcome) mergeParts(r Part, _ []Part, h *history.History) Part {
+	if r.t.early != "" {
+		return finish(r, h, r.t.early)
+	}
+	return settleTruthful(r, h)
 }
 
 func resource(b *history.Belief) string {

@@ -347,7 +347,7 @@ func environment(f Facts) string {
 		if got == "" {
 			got = "nothing"
 		}
-		return fmt.Sprintf("the effect oracle read no effect at all (%s returned %s) while %d requests were acknowledged: it probably reads the wrong place (check effects.url or effects.query)",
+		return fmt.Sprintf("the effect oracle read no effect at all (%s returned %s) while %d requests were acknowledged: it probably reads the wrong place (check effects.url, effects.items or effects.query)",
 			orDefault(f.OracleSource, "its read"), got, acked)
 	}
 	return ""
@@ -416,7 +416,7 @@ func hint(statuses []int) string {
 	}
 	switch {
 	case all(func(s int) bool { return s == 401 || s == 403 }):
-		return "check the credentials (endpoint.tokens, the token header)"
+		return "check the credentials (endpoint.tokens, the token header) and where the tenant goes (endpoint.tenant)"
 	case all(func(s int) bool { return s == 404 }):
 		return "check the endpoint's path and the target URL"
 	case all(func(s int) bool { return s == 405 }):

@@ -43,7 +43,7 @@ func (f *ConsumerRestart) Arm(ctx context.Context, w World) error {
 
 // Apply implements [Fault]: it blocks until the consumer died and came back.
 func (f *ConsumerRestart) Apply(ctx context.Context, w World) error {
-	return killAt(ctx, w, f.Kind(), "consumer", f.Point, true, f.armed)
+	return killAt(ctx, w, f.Kind(), "consumer", f.Point, true, f.armed, nil)
 }
 
 // Heal implements [Fault].

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -12,20 +13,44 @@ func init() { Register("crash", func() Fault { return &Crash{} }) }
 // request path (a failpoint, so the death lands mid-request) or at once,
 // then restarts it. On an external target the kill and restart are the
 // scenario's hook commands.
+//
+// Timed (when: at), it is armed before the step's first request. Aimed
+// (when: fraction or nth, and attempt, as the HTTP faults are), it fires
+// on the attempts the plan picks, one crash at a time: the point is armed
+// just before the attempt leaves, so that it dies there; a service with
+// no points (one killed by its hook) or the point "now" is killed at once
+// while the attempt's answer is held back on its way (Hold), so that the
+// kill lands with the attempt in flight.
 type Crash struct {
 	// Point is the failpoint to die at (default "after-business-write-before-commit");
 	// "now" kills at once, wherever requests are.
 	Point string `yaml:"point" json:"point" jsonschema:"enum=now,enum=before-claim,enum=after-claim,enum=after-business-write-before-commit,enum=after-commit-before-response,enum=after-response-before-commit,enum=callback-after-dedupe"`
 	// NoRestart leaves the process dead (default false: it restarts).
 	NoRestart bool `yaml:"no_restart" json:"no_restart"`
-	armed     bool
-	_         struct{}
+	// Hold is how long an aimed crash that kills at once holds the aimed
+	// attempt's answer back (default 500ms): longer than the kill takes,
+	// shorter than the client waits.
+	Hold  time.Duration `yaml:"hold" json:"hold"`
+	armed bool
+	// mu guards the aimed crash under way (busy closes when its process
+	// is back, or given up) and stopCtx, which Heal cancels.
+	mu      sync.Mutex
+	busy    chan struct{}
+	stopCtx context.Context
+	stop    context.CancelFunc
+	_       struct{}
 }
 
 var (
 	_ Blocking = (*Crash)(nil)
 	_ HookUser = (*Crash)(nil)
+	_ Aimed    = (*Crash)(nil)
+	_ Timeable = (*Crash)(nil)
 )
+
+// CanBeTimed implements [Timeable]: at a time (armed before the first
+// request when at is 0), or on the attempts the plan picks.
+func (*Crash) CanBeTimed() bool { return true }
 
 // Hooks implements [HookUser]: kill, and restart unless it stays dead.
 func (f *Crash) Hooks() []string {
@@ -43,7 +68,67 @@ func (f *Crash) Validate() error {
 	if f.Point == "" {
 		f.Point = "after-business-write-before-commit"
 	}
+	switch {
+	case f.Hold < 0:
+		return invalid(f.Kind(), "hold must be ≥ 0, got %s", f.Hold)
+	case f.Hold == 0:
+		f.Hold = 500 * time.Millisecond
+	}
 	return validPoint(f.Kind(), f.Point, servicePoints)
+}
+
+// Route implements [Aimed]: the service dies while attempt a is in flight,
+// unless a crash is already under way (then a goes its usual way).
+func (f *Crash) Route(ctx context.Context, w World, a Attempt) (Route, error) {
+	p := w.Process("service")
+	if p == nil {
+		return Route{}, fmt.Errorf("%s: %w: no service process to kill", f.Kind(), ErrUnsupported)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.busy != nil {
+		select {
+		case <-f.busy:
+		default:
+			return Route{}, nil // one crash at a time
+		}
+	}
+	var rt Route
+	now := f.Point == "now" || hookKilled(p)
+	if now {
+		addr, remove, err := w.PrivatePath(ctx, ServiceLink, Toxic{Name: "crash-hold", Type: "latency", Stream: "downstream",
+			Attributes: map[string]any{"latency": f.Hold.Milliseconds(), "jitter": 0}})
+		if err != nil {
+			return Route{}, err
+		}
+		rt = Route{BaseURL: "http://" + addr, Fresh: true, Done: func() { _ = remove(context.Background()) }}
+	} else if err := arm(ctx, w, f.Kind(), "service", f.Point); err != nil {
+		return Route{}, err
+	}
+	if f.stop == nil {
+		f.stopCtx, f.stop = context.WithCancel(context.Background())
+	}
+	done := make(chan struct{})
+	f.busy = done
+	point := f.Point
+	if now {
+		point = "now" // killed at once, its answer held back
+	}
+	go func() {
+		defer close(done)
+		// Op 0, as for a timed crash: the death hits whatever was in
+		// flight, not the aimed attempt alone.
+		if err := killAt(f.stopCtx, w, f.Kind(), "service", point, !f.NoRestart, true, map[string]any{"aimed_at": a.Op}); err != nil {
+			w.Record(f.Kind(), "error", 0, map[string]any{"process": "service", "aimed_at": a.Op, "error": err.Error()})
+		}
+	}()
+	return rt, nil
+}
+
+// hookKilled says p is killed by a hook: it has no points to arm.
+func hookKilled(p Process) bool {
+	h, ok := p.(HookKilled)
+	return ok && h.HookKilled()
 }
 
 // Arm implements [Blocking]: it arms the failpoint.
@@ -55,11 +140,26 @@ func (f *Crash) Arm(ctx context.Context, w World) error {
 
 // Apply implements [Fault]: it blocks until the process died and came back.
 func (f *Crash) Apply(ctx context.Context, w World) error {
-	return killAt(ctx, w, f.Kind(), "service", f.Point, !f.NoRestart, f.armed)
+	return killAt(ctx, w, f.Kind(), "service", f.Point, !f.NoRestart, f.armed, nil)
 }
 
-// Heal implements [Fault]: it disarms the failpoint if no request hit it.
+// Heal implements [Fault]: an aimed crash under way brings the service
+// back first (Heal comes once the step's requests are done, so a point
+// armed and not reached yet will not be); then the failpoint is disarmed if
+// no request hit it.
 func (f *Crash) Heal(ctx context.Context, w World) error {
+	f.mu.Lock()
+	busy := f.busy
+	if f.stop != nil {
+		f.stop()
+	}
+	f.mu.Unlock()
+	if busy != nil {
+		select {
+		case <-busy:
+		case <-ctx.Done():
+		}
+	}
 	return disarm(ctx, w, "service", f.Point)
 }
 
@@ -94,9 +194,10 @@ func arm(ctx context.Context, w World, kind, name, point string) error {
 }
 
 // killAt arms a crash failpoint unless armed (or kills at once for "now"),
-// waits for the process to die, records the crash, restarts it and records
-// the heal.
-func killAt(ctx context.Context, w World, kind, name, point string, restart, armed bool) error {
+// waits for the process to die, records the crash (with extra in its
+// detail), restarts it and records the heal. A death is recorded and
+// undone even if ctx ends with it.
+func killAt(ctx context.Context, w World, kind, name, point string, restart, armed bool, extra map[string]any) error {
 	p := w.Process(name)
 	if p == nil {
 		return fmt.Errorf("%s: %w: no %s process to kill", kind, ErrUnsupported, name)
@@ -113,10 +214,18 @@ func killAt(ctx context.Context, w World, kind, name, point string, restart, arm
 	}
 	select {
 	case <-died:
-	case <-ctx.Done():
-		return nil // nothing reached the point; Heal disarms it
+	default:
+		select {
+		case <-died:
+		case <-ctx.Done():
+			return nil // nothing reached the point; Heal disarms it
+		}
 	}
-	w.Record(kind, "fire", 0, map[string]any{"process": name, "point": point})
+	detail := map[string]any{"process": name, "point": point}
+	for k, v := range extra {
+		detail[k] = v
+	}
+	w.Record(kind, "fire", 0, detail)
 	if !restart {
 		return nil
 	}

@@ -56,7 +56,7 @@ func TestValidate_RejectsBadParameters(t *testing.T) {
 	cases := map[string]faults.Fault{
 		"negative bytes":  &faults.ResponseDrop{Bytes: -1},
 		"bad stream":      &faults.Latency{},
-		"gateway 500":     &faults.Gateway5xx{Status: 500},
+		"gateway 503":     &faults.Gateway5xx{Status: 503},
 		"one copy":        &faults.DoubleClick{Copies: 1},
 		"negative spread": &faults.DoubleClick{Spread: -time.Second},
 		"unknown point":   &faults.Crash{Point: "whenever"},
@@ -85,6 +85,7 @@ type fakeWorld struct {
 	process  *fakeProcess
 	purgeErr error
 	stuck    bool // an armed crash point is never reached
+	hooked   bool // the process is killed by a hook (no failpoints)
 }
 
 var _ faults.World = (*fakeWorld)(nil)
@@ -111,6 +112,9 @@ func (w *fakeWorld) ServiceURL() string { return "http://127.0.0.1:2" }
 func (w *fakeWorld) Process(name string) faults.Process {
 	if w.process == nil {
 		return nil
+	}
+	if w.hooked {
+		return hookProcess{w.process}
 	}
 	return w.process
 }
@@ -267,5 +271,77 @@ func TestTimedFaults_ApplyAndHealRecordBoth(t *testing.T) {
 				t.Fatalf("events %v", w.events)
 			}
 		})
+	}
+}
+
+// hookProcess is a fakeProcess that a hook kills: it has no failpoints.
+type hookProcess struct{ *fakeProcess }
+
+func (hookProcess) HookKilled() bool { return true }
+
+// Aimed, a crash arms its point just before the aimed attempt leaves, so
+// that the attempt dies there; it records the death and the restart, and
+// an attempt aimed while the crash is under way goes its usual way.
+func TestCrash_AimedArmsBeforeTheAttempt(t *testing.T) {
+	t.Parallel()
+	p := newFakeProcess()
+	w := &fakeWorld{process: p}
+	f := &faults.Crash{Point: "after-claim"}
+	r := route(t, f, w, faults.Attempt{Op: 3, Number: 1})
+	if r.BaseURL != "" || w.calls[0] != "failpoint service after-claim crash" {
+		t.Fatalf("route %+v, calls %v: want the usual path, the point armed first", r, w.calls)
+	}
+	if err := f.Heal(context.Background(), w); err != nil { // waits for the restart
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	events := strings.Join(w.events, "|")
+	w.mu.Unlock()
+	if p.restarts != 1 || events != "crash fire|crash heal" {
+		t.Fatalf("restarts %d, events %q; want one crash and its restart", p.restarts, events)
+	}
+	if !faults.IsAimed(f, true) || faults.IsAimed(f, false) {
+		t.Fatal("a crash is aimed when its when picks intents, timed otherwise")
+	}
+
+	stuck := &fakeWorld{process: newFakeProcess(), stuck: true}
+	g := &faults.Crash{Point: "after-claim"}
+	route(t, g, stuck, faults.Attempt{Op: 1, Number: 1})
+	if r := route(t, g, stuck, faults.Attempt{Op: 2, Number: 1}); r.BaseURL != "" || len(stuck.calls) != 1 {
+		t.Fatalf("a second aimed attempt during the crash: route %+v, calls %v; want it untouched", r, stuck.calls)
+	}
+	if err := g.Heal(context.Background(), stuck); err != nil {
+		t.Fatal(err)
+	}
+	if len(stuck.events) != 0 || stuck.calls[len(stuck.calls)-1] != "failpoint service after-claim off" {
+		t.Fatalf("unreached point: events %v, calls %v; want no crash and the point disarmed", stuck.events, stuck.calls)
+	}
+}
+
+// A service that a hook kills has no point to arm: the aimed attempt's
+// answer is held back on a private path and the service killed at once.
+func TestCrash_AimedAtAHookKilledServiceHoldsTheAttempt(t *testing.T) {
+	t.Parallel()
+	p := newFakeProcess()
+	w := &fakeWorld{process: p, hooked: true}
+	f := &faults.Crash{Point: "after-claim"}
+	r := route(t, f, w, faults.Attempt{Op: 5, Number: 1})
+	if !r.Fresh || r.BaseURL != "http://127.0.0.1:1" || w.calls[0] != "private service latency downstream" {
+		t.Fatalf("route %+v, calls %v: want the attempt held on a private path", r, w.calls)
+	}
+	if err := f.Heal(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	r.Done()
+	w.mu.Lock()
+	events := strings.Join(w.events, "|")
+	w.mu.Unlock()
+	if p.restarts != 1 || events != "crash fire|crash heal" {
+		t.Fatalf("restarts %d, events %q; want one kill and its restart", p.restarts, events)
+	}
+	for _, c := range w.calls {
+		if strings.HasPrefix(c, "failpoint") && strings.HasSuffix(c, " crash") {
+			t.Fatalf("calls %v: a hook-killed service has no point to arm", w.calls)
+		}
 	}
 }

@@ -9,11 +9,13 @@ import (
 func init() { Register("gateway-5xx", func() Fault { return &Gateway5xx{} }) }
 
 // Gateway5xx is a gateway hop that forwards the aimed attempt to the service,
-// waits for the real response, throws it away and answers 502 or 504: the
-// request executed, the client was told it failed.
+// waits for the real response, throws it away and answers 502 or 504 (or
+// 500: the service's own error after its work committed, as a framework's
+// failing middleware answers): the request executed, the client was told
+// it failed.
 type Gateway5xx struct {
-	// Status is 502 or 504 (default 504).
-	Status int `yaml:"status" json:"status" jsonschema:"enum=502,enum=504"`
+	// Status is 500, 502 or 504 (default 504).
+	Status int `yaml:"status" json:"status" jsonschema:"enum=500,enum=502,enum=504"`
 	hop    hop
 	_      struct{}
 }
@@ -28,9 +30,9 @@ func (f *Gateway5xx) Validate() error {
 	switch f.Status {
 	case 0:
 		f.Status = http.StatusGatewayTimeout
-	case http.StatusBadGateway, http.StatusGatewayTimeout:
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
 	default:
-		return invalid(f.Kind(), "status must be 502 or 504, got %d", f.Status)
+		return invalid(f.Kind(), "status must be 500, 502 or 504, got %d", f.Status)
 	}
 	return nil
 }

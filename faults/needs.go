@@ -38,6 +38,14 @@ type Timeable interface {
 	CanBeTimed() bool
 }
 
+// HookKilled is implemented by a [Process] that the scenario's hook kills
+// (a user's service): it has no failpoints of its own, so a crash aimed at
+// an attempt kills it while the attempt's answer is held back rather than
+// arming a point of its request path.
+type HookKilled interface {
+	HookKilled() bool
+}
+
 // HooksOf lists the hooks f needs on an external target (nil for none).
 func HooksOf(f Fault) []string {
 	if h, ok := f.(HookUser); ok {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/harness/driver"
 	"github.com/idemchaos/idemchaos/history"
+	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -24,27 +25,50 @@ const providerTenant = "provider"
 // duplicate effect.
 func callbackPlan(historyPath string, endpointPath string, cb scenarios.Callbacks, seed int64) (Plan, error) {
 	cb = callbackDefaults(cb)
+	orders, err := ordersSoFar(historyPath, endpointPath, cb.IDField)
+	if err != nil {
+		return Plan{}, fmt.Errorf("callbacks: %w", err)
+	}
+	p := Plan{Seed: seed}
+	for _, o := range orders {
+		body, _ := json.Marshal(map[string]any{"provider_tx": "tx-" + o.id, "order_id": o.id, "status": cb.Status, "amount": o.amount})
+		for d := 0; d < cb.Deliveries; d++ {
+			at := time.Duration(0)
+			if cb.Deliveries > 1 {
+				at = cb.Spread * time.Duration(d) / time.Duration(cb.Deliveries-1)
+			}
+			p.Intents = append(p.Intents, driver.Intent{ID: o.intent, Tenant: providerTenant, Method: "POST",
+				Path: cb.Path, Body: body, At: at, Client: len(p.Intents)%8 + 1})
+		}
+	}
+	return p, nil
+}
+
+// ordersSoFar are the orders the history at historyPath shows created (a
+// 2xx to a POST of endpointPath whose body names its idField), with the
+// amount asked and the intent that created each, in order.
+func ordersSoFar(historyPath, endpointPath, idField string) ([]payment, error) {
 	f, err := os.Open(historyPath)
 	if err != nil {
-		return Plan{}, err
+		return nil, err
 	}
 	defer f.Close()
 	type sent struct {
-		intent, tenant string
-		amount         int64
+		intent string
+		amount int64
 	}
 	invokes := map[int64]sent{}
 	seen := map[string]bool{}
-	p := Plan{Seed: seed}
+	var out []payment
 	rd := history.NewReader(f)
 	var e history.Event
 	for {
 		err := rd.Next(&e)
 		if errors.Is(err, io.EOF) {
-			break
+			return out, nil
 		}
 		if err != nil {
-			return Plan{}, fmt.Errorf("callbacks: %w", err)
+			return nil, err
 		}
 		switch e.Type {
 		case history.TypeInvoke:
@@ -53,7 +77,7 @@ func callbackPlan(historyPath string, endpointPath string, cb scenarios.Callback
 					Amount int64 `json:"amount"`
 				}
 				_ = json.Unmarshal(e.Req.Body, &body)
-				invokes[e.Op] = sent{intent: e.Intent, tenant: e.Tenant, amount: body.Amount}
+				invokes[e.Op] = sent{intent: e.Intent, amount: body.Amount}
 			}
 		case history.TypeOK:
 			s, ok := invokes[e.Op]
@@ -64,23 +88,14 @@ func callbackPlan(historyPath string, endpointPath string, cb scenarios.Callback
 			if json.Unmarshal(e.Resp.Body, &resp) != nil {
 				continue
 			}
-			id, _ := resp[cb.IDField].(string)
+			id, _ := resp[idField].(string)
 			if id == "" || seen[id] {
 				continue
 			}
 			seen[id] = true
-			body, _ := json.Marshal(map[string]any{"provider_tx": "tx-" + id, "order_id": id, "status": cb.Status, "amount": s.amount})
-			for d := 0; d < cb.Deliveries; d++ {
-				at := time.Duration(0)
-				if cb.Deliveries > 1 {
-					at = cb.Spread * time.Duration(d) / time.Duration(cb.Deliveries-1)
-				}
-				p.Intents = append(p.Intents, driver.Intent{ID: s.intent, Tenant: providerTenant, Method: "POST",
-					Path: cb.Path, Body: body, At: at, Client: len(p.Intents)%8 + 1})
-			}
+			out = append(out, payment{id: id, amount: s.amount, intent: s.intent})
 		}
 	}
-	return p, nil
 }
 
 func callbackDefaults(cb scenarios.Callbacks) scenarios.Callbacks {
@@ -103,6 +118,12 @@ func callbackDefaults(cb scenarios.Callbacks) scenarios.Callbacks {
 		cb.IDField = "id"
 	}
 	return cb
+}
+
+// signCallback signs a callback as the reference's provider does, with
+// the reference's default secret.
+func signCallback(_ *driver.Intent, body []byte) (string, string) {
+	return reference.SignatureHeader, reference.SignCallback([]byte(reference.DefaultProviderSecret), body, time.Now())
 }
 
 // withProvider adds the provider's token to a step's tokens.

@@ -98,23 +98,11 @@ func Test(t TB, c Case) {
 		t.Fatalf("%v", err)
 		return
 	}
-	// ExternalEnv's URL is the target, as --target is the command's: an
-	// effects.url on the scenario's own origin moves with it.
-	for i := range loaded {
-		loaded[i] = retargeted(loaded[i], c.Env.url)
-	}
 	ctx := context.Background()
-	r, closeEnv, err := Open(ctx, OpenOptions{Kind: c.Env.kind, TargetURL: c.Env.url, Scenarios: loaded, AllowRemote: c.AllowRemote})
-	if errors.Is(err, env.ErrNoEnvironment) {
-		t.Skipf("harness: %v", err)
+	r, ok := openCase(t, c.Env, c.AllowRemote, loaded)
+	if !ok {
 		return
 	}
-	if err != nil {
-		t.Fatalf("harness: %v", err)
-		return
-	}
-	t.Cleanup(func() { _ = closeEnv(context.Background()) })
-	r.HistoryDir = historyDir(t)
 	for i, st := range c.Steps {
 		if c.BeforeStep != nil {
 			c.BeforeStep(i)
@@ -213,6 +201,30 @@ func replayHint(out *Outcome) string {
 
 // validate checks the whole case before anything starts; errors say which
 // step ("step 2/3: ...").
+// openCase opens the environment of a case's steps (loaded, which it
+// retargets in place) for t, its histories under t's directory, and closes
+// it when t ends. It says false when t was failed or skipped instead.
+func openCase(t TB, e EnvSpec, allowRemote bool, loaded []*scenarios.Scenario) (*Runner, bool) {
+	t.Helper()
+	// ExternalEnv's URL is the target, as --target is the command's: an
+	// effects.url on the scenario's own origin moves with it.
+	for i := range loaded {
+		loaded[i] = retargeted(loaded[i], e.url)
+	}
+	r, closeEnv, err := Open(context.Background(), OpenOptions{Kind: e.kind, TargetURL: e.url, Scenarios: loaded, AllowRemote: allowRemote})
+	if errors.Is(err, env.ErrNoEnvironment) {
+		t.Skipf("harness: %v", err)
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("harness: %v", err)
+		return nil, false
+	}
+	t.Cleanup(func() { _ = closeEnv(context.Background()) })
+	r.HistoryDir = historyDir(t)
+	return r, true
+}
+
 func (c Case) validate() ([]*scenarios.Scenario, error) {
 	if len(c.Steps) == 0 {
 		return nil, errors.New("harness: a case needs at least one step")

@@ -47,11 +47,17 @@ type ClientDo func(ctx context.Context, baseURL string, in Intent) (Belief, erro
 // Inline one); its client.command is not run: Do is called once per intent
 // instead, with the step's client.timeout as its deadline.
 type ClientCase struct {
-	Do    ClientDo
+	Do ClientDo
+	// Env is the upstream's environment: the bundled reference by default
+	// (LocalEnv), or the team's own service (ExternalEnv(url), as
+	// --target is the command's: its effects.url moves with it).
+	Env   EnvSpec
 	Steps []Step
 	// Seed seeds every step that sets none (default 1).
 	Seed int64
-	_    struct{}
+	// AllowRemote is the Go form of --allow-remote (see [Case.AllowRemote]).
+	AllowRemote bool
+	_           struct{}
 }
 
 // TestClient runs c and reports through t, as [Test] does for a server:
@@ -74,20 +80,18 @@ func TestClient(t TB, c ClientCase) {
 		}
 	}
 	ctx := context.Background()
-	r, closeEnv, err := Open(ctx, OpenOptions{Scenarios: loaded})
-	if err != nil {
-		t.Fatalf("harness: %v", err)
+	r, ok := openCase(t, c.Env, c.AllowRemote, loaded)
+	if !ok {
 		return
 	}
-	t.Cleanup(func() { _ = closeEnv(context.Background()) })
-	r.HistoryDir = historyDir(t)
 	for i, st := range c.Steps {
 		s := loaded[i]
 		seed := st.Seed
 		if seed == 0 {
 			seed = max(c.Seed, 1)
 		}
-		opts := RunOptions{Seed: seed, Expect: st.ExpectViolation, do: c.Do}
+		opts := RunOptions{Seed: seed, Expect: st.ExpectViolation, do: c.Do,
+			Invocation: Invocation{Target: c.Env.url, AllowRemote: c.AllowRemote}}
 		out, err := r.Run(ctx, s, opts)
 		where := fmt.Sprintf("step %d/%d (%s, seed %d)", i+1, len(c.Steps), s.Name, seed)
 		if err != nil {

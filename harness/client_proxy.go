@@ -157,14 +157,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if hit && ans.Delay > 0 {
 			clientpath.Delay(ans.Delay, r.Context().Done(), l.ended)
 		}
-		for k, vs := range resp.header {
-			w.Header()[k] = vs
-		}
-		w.WriteHeader(resp.status)
-		_, _ = w.Write(resp.body)
-		if fl, ok := w.(http.Flusher); ok {
-			fl.Flush()
-		}
+		clientpath.Relay(w, r, resp.status, resp.header, resp.body)
 		e := history.Event{Type: history.TypeOK, Resp: &history.Response{Status: resp.status, Headers: recordedHeaders(resp.header), Body: resp.body},
 			RetryAfterMS: clientpath.RetryAfterMS(resp.header.Get("Retry-After"))}
 		done(e)

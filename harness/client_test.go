@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -334,4 +335,80 @@ faults:
 	}
 	harness.TestClient(t, harness.ClientCase{Do: do(false), Steps: []harness.Step{{Inline: scenario(t)}}})
 	harness.TestClient(t, harness.ClientCase{Do: do(true), Steps: []harness.Step{{Inline: scenario(t), ExpectViolation: "key-stable"}}})
+}
+
+// TestTestClient_OnTheTeamsOwnService: ClientCase.Env points a Go SDK's
+// upstream at the team's service, as --target does for a client scenario.
+// The scenario names a dead origin; its effects.url moves with the target
+// (so exactly-once reads the service's own orders), an SDK that re-keys
+// its retry after a 502 made two orders and is caught, and the failure's
+// replay names the target.
+func TestTestClient_OnTheTeamsOwnService(t *testing.T) {
+	dead := "http://127.0.0.1:9"
+	s, err := scenarios.Parse("sdk-on-shop.yaml", []byte(strings.ReplaceAll(shopEndpoint+shopEffects+`
+client:
+  command: ["in-process"]
+  intents: 4
+invariants: [key-stable, exactly-once]
+faults:
+  - kind: gateway-5xx
+    params: {status: 502}
+    when: {fraction: 1}
+`, "SERVICE", dead)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdk := func(rekey bool) harness.ClientDo {
+		return func(ctx context.Context, base string, in harness.Intent) (harness.Belief, error) {
+			key := newKey()
+			for range 3 {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+in.Path, bytes.NewReader(in.Body))
+				req.Header.Set("Idempotency-Key", key)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return harness.Belief{Outcome: harness.Unknown}, err
+				}
+				resp.Body.Close()
+				if resp.StatusCode/100 == 2 {
+					return harness.Belief{Outcome: harness.Succeeded}, nil
+				}
+				if rekey {
+					key = newKey()
+				}
+				time.Sleep(time.Duration(20+randN(30)) * time.Millisecond)
+			}
+			return harness.Belief{Outcome: harness.Unknown}, nil
+		}
+	}
+	for name, rekey := range map[string]bool{"one-key": false, "rekeys": true} {
+		t.Run(name, func(t *testing.T) {
+			shop := newShop(false)
+			srv := httptest.NewServer(shop)
+			t.Cleanup(srv.Close)
+			tb := &fakeTB{}
+			harness.TestClient(tb, harness.ClientCase{Do: sdk(rekey), Env: harness.ExternalEnv(srv.URL),
+				Steps: []harness.Step{{Inline: s, Seed: 2}}})
+			tb.done()
+			got := strings.Join(tb.errors, "\n")
+			shop.mu.Lock()
+			orders := len(shop.orders)
+			shop.mu.Unlock()
+			switch {
+			case !rekey && got != "":
+				t.Fatalf("an SDK keeping one key failed on the team's service:\n%s", got)
+			case !rekey && orders != 4:
+				t.Fatalf("the service made %d orders for 4 intents: the SDK's upstream was not the target", orders)
+			case rekey && orders <= 4:
+				t.Fatalf("the re-keying SDK made %d orders for 4 intents: the 502s were not after execution", orders)
+			case rekey && (!strings.Contains(got, "key-stable") || !strings.Contains(got, "exactly-once")):
+				t.Fatalf("the re-keying SDK (%d orders) was not caught by key-stable and exactly-once:\n%s", orders, got)
+			case rekey && !strings.Contains(got, "--target "+srv.URL):
+				t.Fatalf("the replay does not name the target %s:\n%s", srv.URL, got)
+			}
+			if s.Target.URL != dead || s.Effects.URL != dead+"/effects" {
+				t.Errorf("the caller's inline scenario was changed: %s, %s", s.Target.URL, s.Effects.URL)
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -36,6 +37,14 @@ func (r *Runner) runConsumer(ctx context.Context, s *scenarios.Scenario, opts Ru
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
+	contract, err := s.CheckerContract()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	names := make([]string, len(s.Invariants))
+	for i, inv := range s.Invariants {
+		names[i] = inv.Name
+	}
 	ora := oracleFor(r.gate(), s.Effects, nil, oracleTenants(s), "", false)
 	if ora == nil {
 		return nil, fmt.Errorf("%w: %s: a consumer scenario reads its effects with the sql or http oracle", ErrSetup, s.Where("effects.oracle"))
@@ -45,7 +54,11 @@ func (r *Runner) runConsumer(ctx context.Context, s *scenarios.Scenario, opts Ru
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	defer os.RemoveAll(dir)
-	b, err := startBroker(ctx, broker.Options{Dir: filepath.Join(dir, "store"), Gate: r.gate(), AckWait: s.Broker.AckWait})
+	// The broker bounds a message's deliveries by the contract's
+	// max_deliveries: NATS's MaxDeliver, RabbitMQ's delivery limit,
+	// Redis's IDEMCHAOS_REDIS_MAX_DELIVER for the consumer to keep.
+	b, err := startBroker(ctx, broker.Options{Dir: dir, Gate: r.gate(), AckWait: s.Broker.AckWait,
+		MaxDeliver: cmp.Or(contract.MaxDeliveries, checkers.DefaultMaxDeliveries)})
 	if err != nil {
 		return nil, fmt.Errorf("%w: broker %s: %w", ErrSetup, s.Broker.Kind, err)
 	}
@@ -72,8 +85,11 @@ func (r *Runner) runConsumer(ctx context.Context, s *scenarios.Scenario, opts Ru
 		Consumer: broker.Consumer{Command: s.Consumer.Command, Instances: s.Consumer.Instances, Env: s.Consumer.Env, Dir: consumerDir, Log: log},
 		Messages: msgs, Fault: s.Messages.Fault, Target: s.Messages.Target,
 		Effects: ora.Effects, Recorder: w, Scenario: s.Name, Seed: opts.Seed,
+		Invariants: names, Contract: contract.Meta(),
 	})
-	if err == nil && !st.Drained {
+	// A poison message left undelivered or unsettled is what
+	// bounded-redelivery judges, not a run that failed to drain.
+	if err == nil && !st.Drained && s.Messages.Fault != scenarios.MessageFaultPoisonMessage {
 		tail, _ := os.ReadFile(log.Name())
 		err = fmt.Errorf("the consumer did not acknowledge every message within the drain (%d acks for %d messages); its output ends:\n%s",
 			st.Acks, st.Published, lastLines(string(tail), 10))

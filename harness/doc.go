@@ -34,10 +34,9 @@
 //     failure — re-runs of the same plan to classify it ([Investigation]),
 //     then [Runner.Shrink] with [ShrinkBudget] ([ShrinkResult]).
 //   - [Plan], [TimedFault] and [Plans]: the generated workload of a seed;
-//     [SavePlan] and [ReadPlanFor] keep one.
-//   - [Runner.CatchMatrix] with [MatrixOptions]: the suite against the
-//     correct reference and every mutant ([Matrix], [MatrixRow]); a mutant
-//     is caught only by its expected invariant.
+//     [SavePlan] keeps one, [StepFaultIDs] names what it may aim.
+//   - the catch matrix (the suite against the correct reference and
+//     every mutant) is the package harness/catchmatrix's.
 //   - [MaybeChild]: lets a binary serve as the reference's child processes.
 //
 // Sub-packages hold the parts: driver (traffic) and oracle (effects),

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/idemchaos/idemchaos/checkers"
@@ -85,19 +86,7 @@ func runExternal(t *testing.T, yaml string, h http.Handler) *harness.Outcome {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	yaml = strings.ReplaceAll(yaml, "SERVICE", srv.URL)
-	s, err := scenarios.Parse(t.Name()+".yaml", []byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{TargetURL: srv.URL, Scenarios: []*scenarios.Scenario{s}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeEnv(ctx) })
-	r.HistoryDir = t.TempDir()
-	o, err := r.Run(ctx, s, harness.RunOptions{Seed: 3})
+	o, err := runOn(t, srv.URL, yaml, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,13 +94,35 @@ func runExternal(t *testing.T, yaml string, h http.Handler) *harness.Outcome {
 	return o
 }
 
-const shopScenario = `
+// runOn runs yaml, its SERVICE the URL given, once at seed against the
+// service there.
+func runOn(t *testing.T, url, yaml string, seed int64) (*harness.Outcome, error) {
+	t.Helper()
+	s, err := scenarios.Parse(t.Name()+".yaml", []byte(strings.ReplaceAll(yaml, "SERVICE", url)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{TargetURL: url, Scenarios: []*scenarios.Scenario{s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = closeEnv(ctx) })
+	r.HistoryDir = t.TempDir()
+	return r.Run(ctx, s, harness.RunOptions{Seed: seed})
+}
+
+// shopEndpoint and shopEffects are how a scenario reaches the shop at
+// SERVICE and reads its orders.
+const (
+	shopEndpoint = `
 target: {url: SERVICE}
 endpoint:
   path: /orders
   body: '{"tenant":"{{tenant}}","sku":"{{sku}}","qty":{{qty}}}'
   tenant: {in: body}
-traffic: {intents: 24, tenants: 3, concurrency: 4, reuse: 0.3, shared_keys: 0.3}
+`
+	shopEffects = `
 effects:
   oracle: http
   url: SERVICE/effects
@@ -120,7 +131,10 @@ effects:
   key: $.key
   id: $.id
   response_id: $.order_id
-invariants: [exactly-once, tenant-isolation]
+`
+)
+
+const shopScenario = shopEndpoint + `traffic: {intents: 24, tenants: 3, concurrency: 4, reuse: 0.3, shared_keys: 0.3}` + shopEffects + `invariants: [exactly-once, tenant-isolation]
 `
 
 // A correct tenant-in-body service is clean, whatever keys the plan shares
@@ -198,14 +212,7 @@ func loadFile(t *testing.T, path string) *history.History {
 // Before, "oracle: none" wrote effects_recorded: true.
 func TestRun_NoOracleRecordsEffectsUnread(t *testing.T) {
 	t.Parallel()
-	yaml := strings.Replace(shopScenario, `effects:
-  oracle: http
-  url: SERVICE/effects
-  items: $.orders[*]
-  tenant: $.tenant
-  key: $.key
-  id: $.id
-  response_id: $.order_id`, "effects: {oracle: none}", 1)
+	yaml := strings.Replace(shopScenario, shopEffects, "\neffects: {oracle: none}\n", 1)
 	o := runExternal(t, yaml, newShop(false))
 	h := loadFile(t, o.HistoryPath)
 	if h.EffectsKnown || o.History.EffectsKnown || !h.Meta.EffectsUnread {
@@ -220,6 +227,42 @@ func TestRun_NoOracleRecordsEffectsUnread(t *testing.T) {
 	o = runExternal(t, shopScenario, newShop(false))
 	if h := loadFile(t, o.HistoryPath); !h.EffectsKnown || len(h.Effects) == 0 {
 		t.Fatalf("a finished run with an oracle: effects known %v, %d effects", h.EffectsKnown, len(h.Effects))
+	}
+}
+
+// A service that stops answering once the run begins — a single-threaded
+// server held by one kept-open connection — fails the oracle's read after
+// the traffic too. The run is the target's environment error, said as
+// such, not an accusation of the oracle the newcomer configured right.
+func TestRun_UnansweredTargetIsNamedBeforeItsOracle(t *testing.T) {
+	t.Parallel()
+	var reads atomic.Int32
+	stuck := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && reads.Add(1) == 1 {
+			fmt.Fprint(w, `{"orders":[]}`)
+			return
+		}
+		if r.Method == http.MethodGet {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		select { // a POST is never answered
+		case <-stuck:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(stuck) }) // first: the held POSTs end, then srv closes
+	_, err := runOn(t, srv.URL, shopEndpoint+shopEffects+`traffic: {intents: 3, timeout: 200ms, retry: {max_attempts: 2}}
+invariants: [exactly-once]
+`, 1)
+	if err == nil || !strings.HasPrefix(strings.TrimPrefix(err.Error(), harness.ErrSetup.Error()+": "), "the target answered none of the run's") ||
+		!strings.Contains(err.Error(), "the effect oracle's read then failed too") {
+		t.Fatalf("err %v: want the target named first, then the oracle", err)
+	}
+	if n := reads.Load(); n < 2 {
+		t.Fatalf("the oracle read %d times: the read after the traffic never happened", n)
 	}
 }
 

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"sync"
 	"testing"
@@ -210,6 +211,29 @@ faults: [{kind: crash, params: {point: after-claim}, when: {at: 0s}}]`, "")
 		}
 		if o.History.Attempts[0].Outcome != history.Info {
 			t.Fatalf("the first request should have died with the process: %+v", o.History.Attempts[0])
+		}
+		if !o.Met() {
+			t.Fatalf("the correct reference must recover: %v", o.Steps[0].Result.Failures())
+		}
+	})
+	t.Run("crash aimed: the point armed as the attempt leaves, it dies there", func(t *testing.T) {
+		o := run(t, `target: {reference: {lease: 500ms}}
+traffic: {intents: 4, concurrency: 2, retry: {max_attempts: 8, max_retry_after: 300ms}}
+faults: [{kind: crash, params: {point: after-claim}, when: {nth: 2}}]`, "")
+		fired := faultEvents(o.History, "crash", "fire")
+		if len(fired) == 0 || len(faultEvents(o.History, "crash", "heal")) != len(fired) {
+			t.Fatalf("faults %+v: want crashes, each restarted", o.History.Faults)
+		}
+		for _, f := range fired {
+			var d struct {
+				AimedAt int64 `json:"aimed_at"`
+			}
+			if err := json.Unmarshal(f.Detail, &d); err != nil || d.AimedAt == 0 {
+				t.Fatalf("crash %s: names no attempt it was aimed at", f.Detail)
+			}
+			if a := attempt(o.History, d.AimedAt); a.Number != 1 || a.Outcome != history.Info || a.Invoke >= f.NS {
+				t.Fatalf("aimed attempt %+v: want a first attempt, sent before the crash and cut by it", a)
+			}
 		}
 		if !o.Met() {
 			t.Fatalf("the correct reference must recover: %v", o.Steps[0].Result.Failures())

@@ -156,8 +156,8 @@ func or[T comparable](v, def T) T {
 	return v
 }
 
-// SavePlan writes a plan as JSON to path (what run --plan reads back,
-// through [ReadPlanFor]).
+// SavePlan writes a plan as JSON to path (what run --plan reads back and
+// checks against the scenario).
 func SavePlan(path string, p Plan) (string, error) {
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {

@@ -51,7 +51,7 @@ func oracleFor(g *addrgate.Gate, e scenarios.Effects, ref *scenarios.ReferenceTa
 		return oracle.SQL(dsn, e.Query, oracle.Through(g.For("effects.dsn")))
 	case "http":
 		return oracle.HTTP(oracle.HTTPConfig{URL: e.URL, Headers: e.Headers, Items: e.Items, Tenant: e.Tenant, Key: e.Key, ID: e.ID,
-			Next: e.Next, Cursor: e.Cursor, Tenants: tenants}, oracle.Through(g.For("effects.url")))
+			State: e.State, WrittenAt: e.WrittenAt, Resource: e.Resource, Next: e.Next, Cursor: e.Cursor, Tenants: tenants}, oracle.Through(g.For("effects.url")))
 	}
 	return nil
 }

@@ -333,6 +333,12 @@ func (p Plan) Describe() string {
 		if in.Variant != "" {
 			fmt.Fprintf(&b, "  (%s)", in.Variant)
 		}
+		if in.State != "" {
+			fmt.Fprintf(&b, "  %s → %s", in.Resource, in.State)
+		}
+		if in.Forged {
+			b.WriteString("  forged signature, sent once")
+		}
 		if in.Clicks > 1 {
 			if in.Together {
 				fmt.Fprintf(&b, "  double-click ×%d together", in.Clicks)
@@ -383,7 +389,15 @@ func Plans(s *scenarios.Scenario, seed int64) ([]Plan, error) {
 	for i := range steps {
 		st := &steps[i]
 		var p Plan
-		if cb := st.callbacks; cb != nil {
+		if ws := st.webhook; ws != nil && ws.reference {
+			p = Plan{Seed: st.seed, Note: fmt.Sprintf("a provider's events (%s) for each order created so far, POST %s, treated as the seed draws when the orders are known",
+				strings.Join(ws.events, ", "), ws.w.Path)}
+		} else if ws != nil {
+			var err error
+			if p, err = ws.stepPlan(st, ""); err != nil {
+				return nil, err
+			}
+		} else if cb := st.callbacks; cb != nil {
 			// Known only at run time, from the orders the steps before made.
 			d := callbackDefaults(*cb)
 			p = Plan{Seed: st.seed, Note: fmt.Sprintf("one %s callback (POST %s) per order created so far, each delivered %d times within %s",
@@ -408,6 +422,28 @@ func newBuiltFault(spec scenarios.FaultSpec, f faults.Fault) builtFault {
 func buildFaults(s *scenarios.Scenario, i int) ([]builtFault, error) {
 	steps := s.EffectiveSteps()
 	return buildSpecs(steps[i].Faults, i, len(steps))
+}
+
+// StepFaultIDs names the faults of step i of s as a plan does
+// ("<kind>#<index>": Intent.Faults, and a TimedFault's Kind and Fault),
+// the aimed ones apart from the timed ones: what a saved plan may name
+// (`run --plan` checks one against them).
+func StepFaultIDs(s *scenarios.Scenario, i int) (aimed, timed []string, err error) {
+	if n := len(s.EffectiveSteps()); i >= n {
+		return nil, nil, fmt.Errorf("scenario %s has no step %d", s.Name, i+1)
+	}
+	fs, err := buildFaults(s, i)
+	if err != nil {
+		return nil, nil, err
+	}
+	for fi, f := range fs {
+		if f.aimed {
+			aimed = append(aimed, faultID(f.spec.Kind, fi))
+		} else {
+			timed = append(timed, faultID(f.spec.Kind, fi))
+		}
+	}
+	return aimed, timed, nil
 }
 
 // buildSpecs builds the faults of step i of n from their specs.

@@ -59,6 +59,7 @@ type stepPlan struct {
 	// else drawn from the traffic, the request and the tenants.
 	given        *Plan
 	callbacks    *scenarios.Callbacks
+	webhook      *webhookStep
 	endpointPath string
 	resend       bool
 	request      requestSpec
@@ -191,7 +192,13 @@ func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map
 				fs[j] = clientBuiltFault(fs[j].spec, fs[j].fault)
 			}
 		}
-		sp := stepPlan{name: st.Name, expect: expectOf(st), wait: st.Wait, seed: seed + int64(i), traffic: tr, faults: fs,
+		var wh *webhookStep
+		if st.Webhook != nil {
+			if wh, fs, err = newWebhookStep(s, *st.Webhook, fs, i, len(steps)); err != nil {
+				return nil, err
+			}
+		}
+		sp := stepPlan{name: st.Name, expect: expectOf(st), wait: st.Wait, seed: seed + int64(i), traffic: tr, faults: fs, webhook: wh,
 			callbacks: st.Callbacks, endpointPath: s.Endpoint.Path, resend: st.Resend && i > 0,
 			request: rq, tenants: tenants, prefix: stepPrefix(i), keyPrefix: keyPrefix}
 		if p, ok := given[i]; ok {
@@ -206,6 +213,16 @@ func resolveSteps(s *scenarios.Scenario, seed int64, keyPrefix string, given map
 			// The reference stores the intent on its orders, so its effects
 			// carry ground truth (another service just ignores the header).
 			sp.driver.IntentHeader = "X-Intent-ID"
+		}
+		if st.Callbacks != nil {
+			// The reference verifies its provider's signature.
+			sp.driver.Sign = signCallback
+		}
+		if wh != nil {
+			sp.driver = wh.driverConfig(sp.driver)
+			if wh.reference {
+				sp.driver.Tokens = map[string]string{providerTenant: reference.DefaultProviderToken}
+			}
 		}
 		out[i] = sp
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/faults"
 	"github.com/idemchaos/idemchaos/harness/driver"
 	"github.com/idemchaos/idemchaos/internal/ctxwait"
@@ -106,6 +107,11 @@ type router struct {
 }
 
 func (r router) Route(ctx context.Context, a driver.AttemptInfo) (driver.Route, error) {
+	if a.Intent.Forged && a.Click == 0 {
+		// The fact forged-refused judges: this attempt is not the
+		// provider's.
+		r.w.Record(checkers.FaultForgedSignature, "fire", a.Op, map[string]any{"event": a.Intent.ID, "signed": "with a wrong secret"})
+	}
 	id := a.Fault
 	if id == "" && a.Click > 0 {
 		for i, f := range r.faults {

@@ -1,12 +1,14 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,8 +37,11 @@ type session struct {
 	// fault proxy (what each listener's upstream answers named).
 	attrib   intentNamer
 	gate     *addrgate.Gate
-	recorded map[string]bool // effects already in the history
-	load     history.LoadOptions
+	recorded map[string]string // effects already in the history, with the state last recorded of each
+	// states says the run judges forward-only: only then are the states
+	// the oracle read written into the history.
+	states bool
+	load   history.LoadOptions
 	// reference says the target is the bundled reference, whose handlers
 	// are counted: the effects are read once none runs. Otherwise settle
 	// is the scenario's effects.settle (see settleFor).
@@ -80,7 +85,7 @@ func (r *Runner) openSession(rp *runPlan, t *sut.Target, opts RunOptions) (*sess
 		w.standby = sb
 	}
 	s := &session{path: path, f: f, meta: meta, rec: rec, world: w, oracle: ora, named: rp.named, attrib: rp.named, gate: r.gate(),
-		recorded: map[string]bool{}, load: rp.load, stopFlush: make(chan struct{}),
+		recorded: map[string]string{}, states: slices.Contains(rp.invariants, "forward-only"), load: rp.load, stopFlush: make(chan struct{}),
 		reference: rp.effects.Oracle == "reference", settle: rp.effects.Settle}
 	if s.reference {
 		s.metrics = r.gate().HTTPClient("the reference's /metrics", 5*time.Second)
@@ -132,6 +137,19 @@ func (s *session) close(ctx context.Context) {
 
 // plan is step st's plan; prev is the previous step's.
 func (s *session) plan(st *stepPlan, prev Plan) (Plan, error) {
+	if ws := st.webhook; ws != nil && st.given == nil {
+		if ws.secretErr != nil {
+			return Plan{}, fmt.Errorf("%w: %w", ErrSetup, ws.secretErr)
+		}
+		if err := s.rec.Flush(); err != nil {
+			return Plan{}, err
+		}
+		p, err := ws.stepPlan(st, s.path)
+		if err != nil {
+			return Plan{}, fmt.Errorf("%w: %w", ErrSetup, err)
+		}
+		return p, nil
+	}
 	if st.given != nil || st.callbacks == nil {
 		return st.draw(prev), nil
 	}
@@ -178,6 +196,16 @@ func (s *session) step(ctx context.Context, st *stepPlan, plan Plan) (driver.Sta
 	}
 	if err == nil {
 		err = s.readEffects(ctx, st)
+		if err != nil && ctx.Err() == nil {
+			// A target that answered none of the run's attempts explains
+			// an oracle that then could not read it either (a
+			// single-threaded service held by one kept-open connection,
+			// say): the target is the finding, the oracle's failure its
+			// echo.
+			if why := s.neverAnswered(); why != "" {
+				err = fmt.Errorf("%s; the effect oracle's read then failed too: %w", why, err)
+			}
+		}
 	}
 	if err == nil && ctx.Err() == nil {
 		if err = s.rec.Flush(); err == nil {
@@ -194,6 +222,19 @@ func (s *session) step(ctx context.Context, st *stepPlan, plan Plan) (driver.Sta
 		return stats, err
 	}
 	return stats, s.rec.Flush()
+}
+
+// neverAnswered says why the history so far is one whose target answered
+// none of its attempts ([unanswered]), or "".
+func (s *session) neverAnswered() string {
+	if s.rec.Flush() != nil {
+		return ""
+	}
+	h, err := loadHistory(s.path, s.load)
+	if err != nil {
+		return ""
+	}
+	return unanswered(h)
 }
 
 func (r *Runner) historyFile(scenario string, opts RunOptions) (string, *os.File, error) {
@@ -242,7 +283,7 @@ func (s *session) readEffects(ctx context.Context, st *stepPlan) error {
 		if err != nil {
 			return err
 		}
-		return recordEffects(read, s.rec, s.recorded, s.attrib)
+		return recordEffects(read, s.rec, s.recorded, s.attrib, s.states)
 	}
 	wait := settleFor(s.settle, s.open.Swap(0), st.driver.Timeout)
 	if s.settle <= 0 && wait > 0 {
@@ -254,7 +295,7 @@ func (s *session) readEffects(ctx context.Context, st *stepPlan) error {
 		if err != nil {
 			return err
 		}
-		return recordEffects(read, s.rec, s.recorded, s.attrib)
+		return recordEffects(read, s.rec, s.recorded, s.attrib, s.states)
 	}
 	read, end, err := settleRead(ctx, s.oracle, s.rec, wait)
 	if err != nil {
@@ -263,12 +304,13 @@ func (s *session) readEffects(ctx context.Context, st *stepPlan) error {
 	if err := s.rec.Write(&history.Event{Type: history.TypeSettled, NS: end}); err != nil {
 		return err
 	}
-	return recordEffects(read, s.rec, s.recorded, s.attrib)
+	return recordEffects(read, s.rec, s.recorded, s.attrib, s.states)
 }
 
 // recordEffects writes one read of the oracle into the history: where it
-// read, then each effect not recorded before.
-func recordEffects(read oracle.Reading, rec *driver.Recorder, seen map[string]bool, named intentNamer) error {
+// read, then each effect not recorded before, and a state event for an
+// effect recorded before whose resource is now read in another state.
+func recordEffects(read oracle.Reading, rec *driver.Recorder, seen map[string]string, named intentNamer, states bool) error {
 	// Where it read and what came back: an oracle that reads nothing at
 	// all, while requests were acknowledged, reads the wrong place.
 	if err := rec.Write(&history.Event{Type: history.TypeOracle, Source: read.Source, Read: len(read.Effects), Got: read.Got}); err != nil {
@@ -278,14 +320,29 @@ func recordEffects(read oracle.Reading, rec *driver.Recorder, seen map[string]bo
 		// An effect is one (tenant, id): services number orders per tenant,
 		// so the same id under two tenants is two effects.
 		id := e.Tenant + "\x00" + e.ID
-		if seen[id] {
+		if !states {
+			e.State, e.Resource, e.WrittenAt = "", "", time.Time{}
+		}
+		state := ""
+		if e.State != "" {
+			state = e.State + "\x00" + e.WrittenAt.UTC().Format(time.RFC3339Nano)
+		}
+		if last, ok := seen[id]; ok {
+			if state == "" || state == last {
+				continue
+			}
+			// The same effect, its resource moved on: not a second effect.
+			seen[id] = state
+			if err := rec.Write(&history.Event{Type: history.TypeState, Tenant: e.Tenant, Resource: cmp.Or(e.Resource, e.ID), State: e.State, WrittenAt: e.WrittenAt}); err != nil {
+				return err
+			}
 			continue
 		}
-		seen[id] = true
+		seen[id] = state
 		if e.Intent == "" {
 			e.Intent = named.intentOf(e.Tenant, e.ID)
 		}
-		if err := rec.Effect(e.Tenant, e.Key, e.Intent, e.ID, e.Kind); err != nil {
+		if err := rec.RecordEffect(e); err != nil {
 			return err
 		}
 	}

@@ -356,6 +356,10 @@ func (h *hooked) Restart(ctx context.Context) error {
 	return nil
 }
 
+// HookKilled implements [faults.HookKilled]: a user's service has no
+// failpoints.
+func (*hooked) HookKilled() bool { return true }
+
 func (h *hooked) Exited() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()

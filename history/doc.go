@@ -8,7 +8,8 @@
 //
 // The exported API:
 //
-//   - [Event], [Request], [Response], [Header], [Headers]: one line of a history.
+//   - [Event], [Request], [Response], [Header], [Headers]: one line of a history;
+//     an Event marshals to its line with encoding/json as well ([Event.MarshalJSON]).
 //   - [Reader] and [NewReader]: a streaming decoder with constant memory in the
 //     number of events; errors are [*LineError] values carrying the line number.
 //   - [Writer] and [NewWriter]: an encoder that writes one event per line.

@@ -3,6 +3,7 @@ package history
 import (
 	"encoding/json"
 	"strings"
+	"time"
 )
 
 // Version is the history format version this package reads and writes.
@@ -48,10 +49,22 @@ const (
 	// TypeAck is a consumer's acknowledgement of a message as its broker
 	// saw it (consumer scenarios): the message's intent and key, the
 	// broker's count of its deliveries (attempt) and whether it was an
-	// ack or a terminate (kind "term"). A message the broker saw
-	// acknowledged will never be delivered again, so it must have had its
-	// effect by then.
+	// ack, a terminate (kind "term") or a negative acknowledgement (kind
+	// "nak": deliver it again). A message the broker saw acknowledged or
+	// terminated will never be delivered again, so it must have had its
+	// effect by then; a nak settles nothing.
 	TypeAck Type = "ack"
+	// TypeDelivery is the broker's count of one message's deliveries as
+	// it stood at the run's end (consumer scenarios; field deliveries),
+	// with kind "exhausted" when the broker reached its max-deliver count
+	// and gave up delivering it, or "dead-lettered" when it moved it to a
+	// dead-letter queue. bounded-redelivery reads them.
+	TypeDelivery Type = "delivery"
+	// TypeState is a later read of an effect's resource in another state
+	// than the one its effect event (or the previous state event)
+	// recorded: the same effect, not a new one, so effect counts are
+	// untouched; forward-only reads it with the effects' states.
+	TypeState Type = "state"
 	// TypeInvocation says the client command of a client run was started
 	// for an intent, with the payload it was given.
 	TypeInvocation Type = "invocation"
@@ -126,6 +139,9 @@ type Event struct {
 	Attempt int    // 1-based attempt number within the intent
 	Client  int    // the simulated client (lane) that sent it
 	NS      int64  // monotonic nanoseconds since run start
+	// Deliveries (delivery) is the broker's count of the message's
+	// deliveries at the run's end.
+	Deliveries int
 
 	// Listener (invoke) is the address of the per-intent proxy listener the
 	// attempt arrived on, in a client run: the ground truth of its intent.
@@ -160,7 +176,18 @@ type Event struct {
 	Detail json.RawMessage // fault: kind-specific parameters, any JSON
 
 	Effect string // effect: what was produced, "<kind> <id>", e.g. "order 9912"
-	Kind   string // effect: explicit kind; defaults to the first word of Effect
+	Kind   string // effect: explicit kind; defaults to the first word of Effect; ack: "", "term" or "nak"; delivery: "", "exhausted" or "dead-lettered"
+
+	// State (effect, invoke, ack) is a state of a resource with ordered
+	// states (a payment's "paid"): on an effect, the state the system holds
+	// it in; on an invoke or an ack, the state the request or message asks
+	// it to move to (a provider's event, an ordered message). Resource
+	// (effect, invoke, ack; on a belief the line the client printed) names
+	// that resource, "payment pay_1"; an effect's defaults to its Effect.
+	// WrittenAt (effect) is when the system wrote that state, by its own
+	// clock. forward-only reads them: a state must never move back.
+	State     string
+	WrittenAt time.Time
 }
 
 // Contract is the meta event's "contract" object: the status codes, the
@@ -192,6 +219,12 @@ type Contract struct {
 	// MaxKeyLength is the longest key the service keeps whole (0: no
 	// limit): the runs' keys were checked against it.
 	MaxKeyLength int64
+	// States is the declared order of the resources' states, first to
+	// last ("created", "paid", "refunded"): forward-only's.
+	States []string
+	// MaxDeliveries is the most deliveries of one message a consumer
+	// scenario allows (bounded-redelivery's bound; 0: its default).
+	MaxDeliveries int
 }
 
 // ClientContract is the meta event's "client_contract" object: what a

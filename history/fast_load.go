@@ -434,7 +434,10 @@ type lineScan struct {
 type lineFields struct {
 	typ, op, ns, intent, tenant, key, attempt, client, req, resp, error, effect, kind tok
 	listener, by, forwarded, retryAfter                                               tok
-	reqB, respB                                                                       bodyFields
+	// stated is the first of "state", "resource" and "written_at": a line
+	// with one goes to the reference path, which reads them.
+	stated      tok
+	reqB, respB bodyFields
 }
 
 type bodyFields struct {
@@ -545,6 +548,8 @@ func (ls *lineScan) field(k []byte, at int) (int, bool) {
 		dst = &f.forwarded
 	case "retry_after_ms":
 		dst = &f.retryAfter
+	case "state", "resource", "written_at":
+		dst = &f.stated
 	}
 	if dst == nil || dst.kind != 0 || body == nil || at >= len(ls.sc.line) || ls.sc.line[at] != '{' {
 		t, end, ok := ls.sc.value(at, 1)
@@ -611,7 +616,7 @@ func (ls *lineScan) invoke(f *lineFields, r *scanned) bool {
 	attempt, ok6 := s.optInt(f.attempt)
 	client, ok7 := s.optInt(f.client)
 	listener, ok8 := s.optStr(f.listener)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8) {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8) || f.stated.kind != 0 {
 		return false
 	}
 	r.listener = ls.span(listener)
@@ -693,7 +698,7 @@ func (ls *lineScan) effect(f *lineFields, r *scanned) bool {
 	intent, ok4 := s.optStr(f.intent)
 	kind, ok5 := s.optStr(f.kind)
 	ns, ok6 := s.optInt(f.ns)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || f.effect.kind != '"' {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || f.effect.kind != '"' || f.stated.kind != 0 {
 		return false
 	}
 	if len(kind) == 0 {

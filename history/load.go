@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/valyala/fastjson"
 )
@@ -121,6 +122,36 @@ type Effect struct {
 	Kind   string // "order", "notification", ...
 	ID     string // the full effect text, e.g. "order 9912"
 	NS     int64
+	// State is the state the system holds the effect's resource in
+	// ("paid"), "" when the oracle reads none; Resource names that
+	// resource ("payment pay_1"; "" means the effect itself, ID); WrittenAt
+	// is when the state was written, by the system's clock (zero: not
+	// read).
+	State, Resource string
+	WrittenAt       time.Time
+}
+
+// StateRead is a later read of an effect's resource in another state (a
+// state event): the effect it belongs to is recorded once, its states as
+// they were read.
+type StateRead struct {
+	Tenant, Resource, State string
+	WrittenAt               time.Time
+	NS                      int64
+}
+
+// Transition is a request or message that asks a resource to move to a
+// state (an invoke or ack event with a state): a provider's "payment paid"
+// event, an ordered message. Once acknowledged, the resource must be in
+// that state or one after it.
+type Transition struct {
+	// Op is the attempt that carried it (an invoke), 0 for an ack.
+	Op int64
+	// Acked says an ack event carried it: the consumer acknowledged it.
+	// An attempt's transition is acknowledged by the attempt's 2xx.
+	Acked                           bool
+	Intent, Tenant, Resource, State string
+	NS                              int64
 }
 
 // Ack is one acknowledgement of a message its broker saw (an ack event).
@@ -134,6 +165,34 @@ type Ack struct {
 	// Term says the consumer terminated the message (no more deliveries)
 	// rather than acknowledging it: as final for a lost message.
 	Term bool
+	// Nak says the consumer asked the broker to deliver the message again
+	// (a negative acknowledgement): it settles nothing.
+	Nak bool
+	NS  int64
+}
+
+// Settles says the ack ends the message's deliveries: an ack or a
+// terminate, not a nak.
+func (a Ack) Settles() bool { return !a.Nak }
+
+// The kinds of a delivery event.
+const (
+	// DeliveryExhausted: the broker reached its max-deliver count and
+	// gave up delivering the message, which stays where it is, unsettled.
+	DeliveryExhausted = "exhausted"
+	// DeliveryDeadLettered: the broker moved the message to a dead-letter
+	// queue (RabbitMQ's delivery-limit with a dead-letter exchange).
+	DeliveryDeadLettered = "dead-lettered"
+)
+
+// Delivery is the broker's count of one message's deliveries at the run's
+// end (a delivery event).
+type Delivery struct {
+	Tenant, Key, Intent string
+	// Count is how many times the broker delivered the message.
+	Count int
+	// Kind is "", [DeliveryExhausted] or [DeliveryDeadLettered].
+	Kind string
 	NS   int64
 }
 
@@ -171,6 +230,15 @@ type History struct {
 	// Acks are the consumers' acknowledgements the broker saw (ack
 	// events; consumer scenarios only).
 	Acks []Ack
+	// Deliveries are the broker's delivery counts per message at the
+	// run's end (delivery events; consumer scenarios only).
+	Deliveries []Delivery
+	// Transitions are the invokes and acks that asked a resource to move
+	// to a state, in the order they were recorded.
+	Transitions []Transition
+	// States are the later reads of effects' resources in other states
+	// (state events), in the order they were read.
+	States []StateRead
 	// Truncated says the input ended mid-line: events may be missing.
 	Truncated bool
 	// Interrupted says why the run was cut short ("" when it was not): the
@@ -340,6 +408,9 @@ func (h *History) add(e *Event, l *loader) error {
 			a.ReqHash = Hash(e.Req.Body)
 			a.ReqCanon = l.canon.hash(e.Req.Body, a.ReqHash)
 		}
+		if e.State != "" {
+			h.Transitions = append(h.Transitions, Transition{Op: e.Op, Intent: e.Intent, Tenant: a.Tenant, Resource: e.Resource, State: e.State, NS: e.NS})
+		}
 		return l.invoked(&a)
 	case TypeOK, TypeInfo, TypeFail:
 		a, err := l.completed(e.Type, e.Op)
@@ -390,12 +461,22 @@ func (h *History) add(e *Event, l *loader) error {
 		h.Invocations = append(h.Invocations, Invocation{Intent: e.Intent, Tenant: in.get(e.Tenant), NS: e.NS, BodyHash: bh, BodyCanon: l.canon.hash(e.Body, bh)})
 	case TypeBelief:
 		h.Beliefs = append(h.Beliefs, Belief{Intent: e.Intent, Belief: in.get(e.Belief), Exit: e.Exit, Resource: e.Resource, Error: e.Error, NS: e.NS})
+	case TypeState:
+		h.States = append(h.States, StateRead{Tenant: in.get(e.Tenant), Resource: e.Resource, State: in.get(e.State), WrittenAt: e.WrittenAt, NS: e.NS})
 	case TypeAck:
-		h.Acks = append(h.Acks, Ack{Tenant: in.get(e.Tenant), Key: e.Key, Intent: e.Intent, Delivered: e.Attempt, Term: e.Kind == "term", NS: e.NS})
+		nak := e.Kind == "nak"
+		h.Acks = append(h.Acks, Ack{Tenant: in.get(e.Tenant), Key: e.Key, Intent: e.Intent, Delivered: e.Attempt, Term: e.Kind == "term", Nak: nak, NS: e.NS})
+		// A nak asks for the message again: it acknowledges no state.
+		if e.State != "" && !nak {
+			h.Transitions = append(h.Transitions, Transition{Acked: true, Intent: e.Intent, Tenant: in.get(e.Tenant), Resource: e.Resource, State: e.State, NS: e.NS})
+		}
+	case TypeDelivery:
+		h.Deliveries = append(h.Deliveries, Delivery{Tenant: in.get(e.Tenant), Key: e.Key, Intent: e.Intent, Count: e.Deliveries, Kind: in.get(e.Kind), NS: e.NS})
 	case TypeEffect:
 		h.EffectsKnown = true
 		l.effects.add(Effect{
 			Tenant: in.get(e.Tenant), Key: e.Key, Intent: e.Intent, Kind: in.get(e.EffectKind()), ID: e.Effect, NS: e.NS,
+			State: in.get(e.State), Resource: e.Resource, WrittenAt: e.WrittenAt,
 		})
 	}
 	return nil

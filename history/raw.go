@@ -1,6 +1,11 @@
 package history
 
-import "github.com/valyala/fastjson"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/valyala/fastjson"
+)
 
 // The seams through which the fast paths outside this package (the
 // partitioned check's split) read a history: the raw lines of one reader,
@@ -33,3 +38,33 @@ func ParseLine(p *fastjson.Parser, raw []byte, complete bool, line int) (*fastjs
 // ResponseBody returns the body of a parsed response object ("body", or
 // "body_b64" decoded) as the loader reads it.
 func ResponseBody(resp *fastjson.Value) ([]byte, error) { return body(resp) }
+
+// MarshalJSON writes e as its history line ([AppendEvent]), so that
+// encoding/json speaks the format's one codec: there is no second,
+// tag-driven encoding of an event. A struct tag could not say it anyway
+// (which fields a type carries, headers as an ordered object, body or
+// body_b64, an explicit effects_recorded false). json.Marshal escapes <,
+// > and & in it, as it does everywhere (the same JSON).
+func (e Event) MarshalJSON() ([]byte, error) { return AppendEvent(nil, &e), nil }
+
+// UnmarshalJSON reads one history line into e by the reference decoding:
+// [Reader]'s strict JSON and its every field rule (a type this package
+// does not know leaves only e.Type set).
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var p fastjson.Parser
+	v, err := parseLine(&p, b, true, 0)
+	if err == nil {
+		*e = Event{}
+		_, err = decodeEvent(v, e)
+	}
+	var le *LineError
+	switch {
+	case errors.As(err, &le) && errors.Is(le.Err, ErrAmbiguous):
+		return fmt.Errorf("history event: %s (%w)", le.Msg, ErrAmbiguous)
+	case errors.As(err, &le):
+		return errors.New("history event: " + le.Msg)
+	case err != nil:
+		return fmt.Errorf("history event: %w", err)
+	}
+	return nil
+}

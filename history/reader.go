@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
@@ -220,45 +221,30 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 		return false, err
 	}
 	e.Type = Type(t)
+	d := fields{v: v}
 	switch e.Type {
 	case TypeMeta:
-		var n int64
-		if n, err = integer(v, "v", true); err != nil {
-			return true, err
-		}
-		e.V = int(n)
-		if e.Scenario, err = str(v, "scenario", false); err != nil {
-			return true, err
-		}
-		if e.Seed, err = integer(v, "seed", false); err != nil {
-			return true, err
-		}
-		if e.Started, err = str(v, "started", false); err != nil {
-			return true, err
-		}
-		if f := v.Get("effects_recorded"); f != nil && f.Type() != fastjson.TypeNull {
-			if e.EffectsRecorded, err = f.Bool(); err != nil {
-				return true, fmt.Errorf(`"effects_recorded" must be true or false`)
-			}
+		d.int(&e.V, "v", true)
+		d.str(&e.Scenario, "scenario", false)
+		d.int64(&e.Seed, "seed", false)
+		d.str(&e.Started, "started", false)
+		if d.bool(&e.EffectsRecorded, "effects_recorded") {
 			e.EffectsUnread = !e.EffectsRecorded
 		}
-		if f := v.Get("contract"); f != nil && f.Type() != fastjson.TypeNull {
-			if e.Contract, err = decodeContract(f); err != nil {
-				return true, fmt.Errorf("contract: %w", err)
+		if f := d.object("contract"); f != nil {
+			if e.Contract, d.err = decodeContract(f); d.err != nil {
+				d.err = fmt.Errorf("contract: %w", d.err)
 			}
 		}
-		if e.Invariants, err = stringList(v, "invariants", "invariant names"); err != nil {
-			return true, err
+		if d.err == nil {
+			e.Invariants, d.err = stringList(v, "invariants", "invariant names")
 		}
-		if e.Mode, err = str(v, "mode", false); err != nil {
-			return true, err
-		}
-		if f := v.Get("client_contract"); f != nil && f.Type() != fastjson.TypeNull {
-			if e.ClientContract, err = decodeClientContract(f); err != nil {
-				return true, fmt.Errorf("client_contract: %w", err)
+		d.str(&e.Mode, "mode", false)
+		if f := d.object("client_contract"); f != nil {
+			if e.ClientContract, d.err = decodeClientContract(f); d.err != nil {
+				d.err = fmt.Errorf("client_contract: %w", d.err)
 			}
 		}
-		return true, nil
 	case TypeInvocation, TypeBelief:
 		return true, decodeClient(v, e)
 	case TypeStep, TypeBudget, TypeEnvironment, TypeOracle, TypeSettled:
@@ -266,31 +252,15 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 	case TypeInvoke:
 		return true, decodeInvoke(v, e)
 	case TypeOK, TypeInfo, TypeFail:
-		if e.Op, err = integer(v, "op", true); err != nil {
-			return true, err
-		}
-		if e.NS, err = integer(v, "ns", true); err != nil {
-			return true, err
-		}
-		if e.Error, err = str(v, "error", false); err != nil {
-			return true, err
-		}
-		if e.By, err = str(v, "by", false); err != nil {
-			return true, err
-		}
-		if f := v.Get("forwarded"); f != nil && f.Type() != fastjson.TypeNull {
-			if e.Forwarded, err = f.Bool(); err != nil {
-				return true, fmt.Errorf(`"forwarded" must be true or false`)
-			}
-		}
-		if e.RetryAfterMS, err = integer(v, "retry_after_ms", false); err == nil && e.RetryAfterMS < 0 {
-			err = fmt.Errorf(`"retry_after_ms" must not be negative`)
-		}
-		if err != nil {
-			return true, err
-		}
-		if e.Type != TypeOK {
-			return true, nil
+		d.int64(&e.Op, "op", true)
+		d.int64(&e.NS, "ns", true)
+		d.str(&e.Error, "error", false)
+		d.str(&e.By, "by", false)
+		d.bool(&e.Forwarded, "forwarded")
+		d.int64(&e.RetryAfterMS, "retry_after_ms", false)
+		d.nonNegative(e.RetryAfterMS, "retry_after_ms")
+		if d.err != nil || e.Type != TypeOK {
+			return true, d.err
 		}
 		rv := v.Get("resp")
 		if rv == nil {
@@ -299,192 +269,237 @@ func decodeEvent(v *fastjson.Value, e *Event) (known bool, err error) {
 		e.Resp = &Response{}
 		return true, decodeResponse(rv, e.Resp)
 	case TypeFault:
-		if e.Fault, err = str(v, "fault", true); err != nil {
-			return true, err
+		d.str(&e.Fault, "fault", true)
+		d.str(&e.Action, "action", false)
+		d.int64(&e.Op, "op", false)
+		d.int64(&e.NS, "ns", true)
+		if f := v.Get("detail"); d.err == nil && f != nil {
+			e.Detail = f.MarshalTo(nil)
 		}
-		if e.Action, err = str(v, "action", false); err != nil {
-			return true, err
-		}
-		if e.Op, err = integer(v, "op", false); err != nil {
-			return true, err
-		}
-		if e.NS, err = integer(v, "ns", true); err != nil {
-			return true, err
-		}
-		if d := v.Get("detail"); d != nil {
-			e.Detail = d.MarshalTo(nil)
-		}
-		return true, nil
 	case TypeInterrupted:
-		if e.NS, err = integer(v, "ns", false); err != nil {
-			return true, err
+		d.int64(&e.NS, "ns", false)
+		d.str(&e.Error, "error", false)
+	case TypeEffect, TypeAck:
+		if e.Type == TypeEffect {
+			d.str(&e.Effect, "effect", true)
 		}
-		if e.Error, err = str(v, "error", false); err != nil {
-			return true, err
+		d.str(&e.Tenant, "tenant", false)
+		d.str(&e.Key, "key", false)
+		d.str(&e.Intent, "intent", false)
+		d.str(&e.Kind, "kind", false)
+		if e.Type == TypeAck {
+			d.int(&e.Attempt, "attempt", false)
+			d.nonNegative(int64(e.Attempt), "attempt")
 		}
-		return true, nil
-	case TypeEffect:
-		if e.Effect, err = str(v, "effect", true); err != nil {
-			return true, err
+		d.int64(&e.NS, "ns", false)
+		if d.err == nil {
+			d.err = decodeState(v, e)
 		}
-		for _, f := range []struct {
-			name string
-			dst  *string
-		}{{"tenant", &e.Tenant}, {"key", &e.Key}, {"intent", &e.Intent}, {"kind", &e.Kind}} {
-			if *f.dst, err = str(v, f.name, false); err != nil {
-				return true, err
-			}
+		if e.Type == TypeEffect && d.err == nil {
+			d.err = decodeWrittenAt(v, e)
 		}
-		if e.NS, err = integer(v, "ns", false); err != nil {
-			return true, err
+	case TypeDelivery:
+		d.str(&e.Tenant, "tenant", false)
+		d.str(&e.Key, "key", false)
+		d.str(&e.Intent, "intent", false)
+		d.str(&e.Kind, "kind", false)
+		d.int(&e.Deliveries, "deliveries", true)
+		d.nonNegative(int64(e.Deliveries), "deliveries")
+		d.int64(&e.NS, "ns", false)
+		if d.err == nil && e.Intent == "" && e.Key == "" {
+			d.err = fmt.Errorf(`a delivery event needs the message's "intent" or "key"`)
 		}
-		return true, nil
-	case TypeAck:
-		for _, f := range []struct {
-			name string
-			dst  *string
-		}{{"tenant", &e.Tenant}, {"key", &e.Key}, {"intent", &e.Intent}, {"kind", &e.Kind}} {
-			if *f.dst, err = str(v, f.name, false); err != nil {
-				return true, err
-			}
+		if d.err == nil && e.Kind != "" && e.Kind != DeliveryExhausted && e.Kind != DeliveryDeadLettered {
+			d.err = fmt.Errorf(`a delivery event's "kind" is %q or %q, not %q`, DeliveryExhausted, DeliveryDeadLettered, e.Kind)
 		}
-		var n int64
-		if n, err = integer(v, "attempt", false); err == nil && n < 0 {
-			err = fmt.Errorf(`"attempt" must not be negative`)
+	case TypeState:
+		d.str(&e.Tenant, "tenant", false)
+		d.int64(&e.NS, "ns", false)
+		if d.err == nil {
+			d.err = decodeState(v, e)
 		}
-		e.Attempt = int(n)
-		if err != nil {
-			return true, err
+		if d.err == nil && (e.Resource == "" || e.State == "") {
+			d.err = fmt.Errorf(`a state event needs "resource" and "state"`)
 		}
-		if e.NS, err = integer(v, "ns", false); err != nil {
-			return true, err
+		if d.err == nil {
+			d.err = decodeWrittenAt(v, e)
 		}
-		return true, nil
+	default:
+		return false, nil
 	}
-	return false, nil
+	return true, d.err
+}
+
+// fields reads an event's fields in order and keeps the first error: a
+// decoder reads on and returns it once, one line a field.
+type fields struct {
+	v   *fastjson.Value
+	err error
+}
+
+func (d *fields) str(dst *string, name string, required bool) {
+	if d.err == nil {
+		*dst, d.err = str(d.v, name, required)
+	}
+}
+
+func (d *fields) int64(dst *int64, name string, required bool) {
+	if d.err == nil {
+		*dst, d.err = integer(d.v, name, required)
+	}
+}
+
+func (d *fields) int(dst *int, name string, required bool) {
+	var n int64
+	d.int64(&n, name, required)
+	*dst = int(n)
+}
+
+// bool reads an optional true or false; it reports whether one was read.
+func (d *fields) bool(dst *bool, name string) bool {
+	f := d.object(name)
+	if f == nil {
+		return false
+	}
+	var err error
+	if *dst, err = f.Bool(); err != nil {
+		d.err = fmt.Errorf("%q must be true or false", name)
+	}
+	return d.err == nil
+}
+
+// object returns the field called name when no error came before and it
+// is present and not null.
+func (d *fields) object(name string) *fastjson.Value {
+	if d.err != nil {
+		return nil
+	}
+	if f := d.v.Get(name); f != nil && f.Type() != fastjson.TypeNull {
+		return f
+	}
+	return nil
+}
+
+func (d *fields) nonNegative(n int64, name string) {
+	if d.err == nil && n < 0 {
+		d.err = fmt.Errorf("%q must not be negative", name)
+	}
+}
+
+// decodeWrittenAt reads when a state was written: an RFC 3339 time.
+func decodeWrittenAt(v *fastjson.Value, e *Event) error {
+	at, err := str(v, "written_at", false)
+	if err != nil || at == "" {
+		return err
+	}
+	if e.WrittenAt, err = time.Parse(time.RFC3339Nano, at); err != nil {
+		return fmt.Errorf(`"written_at" must be an RFC 3339 time, got %q`, at)
+	}
+	return nil
+}
+
+// decodeState reads the resource and state an effect, invoke or ack may
+// carry: a resource without a state says nothing and is refused.
+func decodeState(v *fastjson.Value, e *Event) (err error) {
+	if e.State, err = str(v, "state", false); err != nil {
+		return err
+	}
+	if e.Resource, err = str(v, "resource", false); err != nil {
+		return err
+	}
+	if e.Resource != "" && e.State == "" {
+		return fmt.Errorf(`"resource" needs the "state" it is in`)
+	}
+	return nil
 }
 
 // decodeRun fills the events a run writes about itself: its steps, its
 // budget, its environment and its oracle's reads.
-func decodeRun(v *fastjson.Value, e *Event) (err error) {
-	if e.NS, err = integer(v, "ns", false); err != nil {
-		return err
-	}
+func decodeRun(v *fastjson.Value, e *Event) error {
+	d := fields{v: v}
+	d.int64(&e.NS, "ns", false)
 	switch e.Type {
 	case TypeStep:
-		if e.Name, err = str(v, "name", false); err != nil {
-			return err
-		}
-		e.Expect, err = str(v, "expect", false)
+		d.str(&e.Name, "name", false)
+		d.str(&e.Expect, "expect", false)
 	case TypeBudget:
-		if e.MaxRequests, err = integer(v, "max_requests", false); err == nil && e.MaxRequests < 0 {
-			err = fmt.Errorf(`"max_requests" must not be negative`)
-		}
+		d.int64(&e.MaxRequests, "max_requests", false)
+		d.nonNegative(e.MaxRequests, "max_requests")
 	case TypeEnvironment:
-		if e.Error, err = str(v, "error", true); err == nil && e.Error == "" {
-			err = fmt.Errorf(`"error" must name the cause`)
+		if d.str(&e.Error, "error", true); d.err == nil && e.Error == "" {
+			d.err = fmt.Errorf(`"error" must name the cause`)
 		}
 	case TypeOracle:
-		if e.Source, err = str(v, "source", false); err != nil {
-			return err
-		}
-		if e.Got, err = str(v, "got", false); err != nil {
-			return err
-		}
-		var n int64
-		if n, err = integer(v, "effects", false); err == nil && n < 0 {
-			err = fmt.Errorf(`"effects" must not be negative`)
-		}
-		e.Read = int(n)
+		d.str(&e.Source, "source", false)
+		d.str(&e.Got, "got", false)
+		d.int(&e.Read, "effects", false)
+		d.nonNegative(int64(e.Read), "effects")
 	}
-	return err
+	return d.err
 }
 
 // decodeClient fills the events a client run writes about each intent's
 // command: its start (invocation) and the belief its exit stated.
 func decodeClient(v *fastjson.Value, e *Event) (err error) {
-	if e.Intent, err = str(v, "intent", true); err != nil {
-		return err
-	}
-	if e.Intent == "" {
+	d := fields{v: v}
+	if d.str(&e.Intent, "intent", true); d.err == nil && e.Intent == "" {
 		return fmt.Errorf(`"intent" must name the intent`)
 	}
-	if e.NS, err = integer(v, "ns", false); err != nil {
-		return err
-	}
-	if e.Error, err = str(v, "error", false); err != nil {
-		return err
-	}
+	d.int64(&e.NS, "ns", false)
+	d.str(&e.Error, "error", false)
 	if e.Type == TypeInvocation {
-		if e.Tenant, err = str(v, "tenant", false); err != nil {
-			return err
+		d.str(&e.Tenant, "tenant", false)
+		d.str(&e.Action, "action", false)
+		if d.err == nil {
+			e.Body, d.err = body(v)
 		}
-		if e.Action, err = str(v, "action", false); err != nil {
-			return err
-		}
-		e.Body, err = body(v)
-		return err
+		return d.err
 	}
-	if e.Belief, err = str(v, "belief", true); err != nil {
-		return err
-	}
+	d.str(&e.Belief, "belief", true)
 	switch e.Belief {
 	case BeliefSuccess, BeliefUnknown, BeliefFailure:
 	default:
-		return fmt.Errorf(`"belief" must be success, unknown or failure, got %q`, e.Belief)
+		if d.err == nil {
+			d.err = fmt.Errorf(`"belief" must be success, unknown or failure, got %q`, e.Belief)
+		}
 	}
-	var n int64
-	if n, err = integer(v, "exit", false); err != nil {
-		return err
-	}
-	e.Exit = int(n)
-	e.Resource, err = str(v, "resource", false)
-	return err
+	d.int(&e.Exit, "exit", false)
+	d.str(&e.Resource, "resource", false)
+	return d.err
 }
 
 func decodeInvoke(v *fastjson.Value, e *Event) (err error) {
-	if e.Op, err = integer(v, "op", true); err != nil {
-		return err
+	d := fields{v: v}
+	d.int64(&e.Op, "op", true)
+	d.int64(&e.NS, "ns", true)
+	d.str(&e.Intent, "intent", false)
+	d.str(&e.Tenant, "tenant", false)
+	d.str(&e.Key, "key", false)
+	d.str(&e.Listener, "listener", false)
+	d.int(&e.Attempt, "attempt", false)
+	d.int(&e.Client, "client", false)
+	if d.err == nil {
+		d.err = decodeState(v, e)
 	}
-	if e.NS, err = integer(v, "ns", true); err != nil {
-		return err
-	}
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"intent", &e.Intent}, {"tenant", &e.Tenant}, {"key", &e.Key}, {"listener", &e.Listener}} {
-		if *f.dst, err = str(v, f.name, false); err != nil {
-			return err
-		}
-	}
-	var n int64
-	if n, err = integer(v, "attempt", false); err != nil {
-		return err
-	}
-	e.Attempt = int(n)
-	if n, err = integer(v, "client", false); err != nil {
-		return err
-	}
-	e.Client = int(n)
 	rv := v.Get("req")
-	if rv == nil {
-		return nil
+	if d.err != nil || rv == nil {
+		return d.err
 	}
 	if rv.Type() != fastjson.TypeObject {
 		return fmt.Errorf(`"req" must be an object, got %s`, rv.Type())
 	}
 	e.Req = &Request{}
-	if e.Req.Method, err = str(rv, "method", false); err != nil {
-		return fmt.Errorf("req: %w", err)
+	r := fields{v: rv}
+	r.str(&e.Req.Method, "method", false)
+	r.str(&e.Req.Path, "path", false)
+	if r.err == nil {
+		e.Req.Headers, r.err = headers(rv)
 	}
-	if e.Req.Path, err = str(rv, "path", false); err != nil {
-		return fmt.Errorf("req: %w", err)
+	if r.err == nil {
+		e.Req.Body, r.err = body(rv)
 	}
-	if e.Req.Headers, err = headers(rv); err != nil {
-		return fmt.Errorf("req: %w", err)
-	}
-	if e.Req.Body, err = body(rv); err != nil {
-		return fmt.Errorf("req: %w", err)
+	if r.err != nil {
+		return fmt.Errorf("req: %w", r.err)
 	}
 	return nil
 }
@@ -599,46 +614,38 @@ func decodeContract(v *fastjson.Value) (*Contract, error) {
 		return nil, fmt.Errorf("must be an object, got %s", v.Type())
 	}
 	c := &Contract{}
-	var err error
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"profile", &c.Profile}, {"fingerprint", &c.Fingerprint}, {"repeat", &c.Repeat}} {
-		if *f.dst, err = str(v, f.name, false); err != nil {
-			return nil, err
-		}
-	}
+	d := fields{v: v}
+	d.str(&c.Profile, "profile", false)
+	d.str(&c.Fingerprint, "fingerprint", false)
+	d.str(&c.Repeat, "repeat", false)
 	for _, f := range []struct {
 		name string
 		dst  *int
 	}{{"missing_key", &c.MissingKey}, {"reuse", &c.Reuse}, {"in_flight", &c.InFlight}, {"repeat_status", &c.RepeatStatus}} {
-		n, err := integer(v, f.name, false)
-		if err != nil {
-			return nil, err
+		if d.int(f.dst, f.name, false); d.err == nil && *f.dst != 0 && (*f.dst < 100 || *f.dst > 999) {
+			d.err = fmt.Errorf("%q must be an HTTP status code (100-999) or 0, got %d", f.name, *f.dst)
 		}
-		if n != 0 && (n < 100 || n > 999) {
-			return nil, fmt.Errorf("%q must be an HTTP status code (100-999) or 0, got %d", f.name, n)
-		}
-		*f.dst = int(n)
 	}
 	for _, f := range []struct {
 		name string
 		dst  *int64
 	}{{"decision_bound_ms", &c.DecisionBoundMS}, {"retention_gap_ms", &c.RetentionGapMS}, {"max_key_length", &c.MaxKeyLength}} {
-		if *f.dst, err = integer(v, f.name, false); err != nil {
-			return nil, err
-		}
-		if *f.dst < 0 {
-			return nil, fmt.Errorf("%q must not be negative", f.name)
-		}
+		d.int64(f.dst, f.name, false)
+		d.nonNegative(*f.dst, f.name)
 	}
-	for _, f := range []struct {
-		name string
-		dst  *[]string
-	}{{"replay_headers", &c.ReplayHeaders}, {"replay_ignore", &c.ReplayIgnore}} {
-		if *f.dst, err = stringList(v, f.name, "header names"); err != nil {
-			return nil, err
-		}
+	if d.err == nil {
+		c.ReplayHeaders, d.err = stringList(v, "replay_headers", "header names")
+	}
+	if d.err == nil {
+		c.ReplayIgnore, d.err = stringList(v, "replay_ignore", "header names")
+	}
+	if d.err == nil {
+		c.States, d.err = stringList(v, "states", "state names")
+	}
+	d.int(&c.MaxDeliveries, "max_deliveries", false)
+	d.nonNegative(int64(c.MaxDeliveries), "max_deliveries")
+	if d.err != nil {
+		return nil, d.err
 	}
 	return c, nil
 }
@@ -648,88 +655,80 @@ func decodeClientContract(v *fastjson.Value) (*ClientContract, error) {
 		return nil, fmt.Errorf("must be an object, got %s", v.Type())
 	}
 	c := &ClientContract{}
-	var err error
+	d := fields{v: v}
 	for _, f := range []struct {
 		name string
 		dst  *int
 	}{{"budget", &c.Budget}, {"global_budget", &c.GlobalBudget}} {
-		n, err := integer(v, f.name, false)
-		if err != nil {
-			return nil, err
-		}
-		if n < 0 || n > 1<<31-1 {
-			return nil, fmt.Errorf("%q must be a count (0 or more), got %d", f.name, n)
+		var n int64
+		if d.int64(&n, f.name, false); d.err == nil && (n < 0 || n > 1<<31-1) {
+			d.err = fmt.Errorf("%q must be a count (0 or more), got %d", f.name, n)
 		}
 		*f.dst = int(n)
 	}
-	if c.MinBackoffMS, err = integer(v, "min_backoff_ms", false); err != nil {
-		return nil, err
+	d.int64(&c.MinBackoffMS, "min_backoff_ms", false)
+	d.nonNegative(c.MinBackoffMS, "min_backoff_ms")
+	if d.err == nil {
+		c.RetryStatuses, d.err = statusList(v, "retry_statuses")
 	}
-	if c.MinBackoffMS < 0 {
-		return nil, fmt.Errorf(`"min_backoff_ms" must not be negative`)
-	}
-	for _, f := range []struct {
-		name string
-		dst  *[]int
-	}{{"retry_statuses", &c.RetryStatuses}, {"permanent_statuses", &c.PermanentStatuses}} {
-		if *f.dst, err = statusList(v, f.name); err != nil {
-			return nil, err
-		}
+	if d.err == nil {
+		c.PermanentStatuses, d.err = statusList(v, "permanent_statuses")
 	}
 	for _, f := range []struct {
 		name string
 		dst  *string
 		one  []string
 	}{{"jitter", &c.Jitter, []string{"required", "optional"}}, {"unknown", &c.Unknown, []string{"allowed", "forbidden"}}} {
-		if *f.dst, err = str(v, f.name, false); err != nil {
-			return nil, err
+		if d.str(f.dst, f.name, false); d.err == nil && *f.dst != "" && *f.dst != f.one[0] && *f.dst != f.one[1] {
+			d.err = fmt.Errorf("%q must be %s or %s, got %q", f.name, f.one[0], f.one[1], *f.dst)
 		}
-		if *f.dst != "" && *f.dst != f.one[0] && *f.dst != f.one[1] {
-			return nil, fmt.Errorf("%q must be %s or %s, got %q", f.name, f.one[0], f.one[1], *f.dst)
-		}
+	}
+	if d.err != nil {
+		return nil, d.err
 	}
 	return c, nil
 }
 
 // statusList reads an optional array of HTTP status codes; nil when absent.
 func statusList(v *fastjson.Value, name string) ([]int, error) {
-	a := v.Get(name)
-	if a == nil || a.Type() == fastjson.TypeNull {
-		return nil, nil
-	}
-	items, err := a.Array()
-	if err != nil {
-		return nil, fmt.Errorf("%q must be an array of HTTP status codes, got %s", name, a.Type())
-	}
-	out := make([]int, 0, len(items))
-	for _, it := range items {
-		n, err := it.Int()
-		if err != nil || n < 100 || n > 999 {
-			return nil, fmt.Errorf("%q must be an array of HTTP status codes (100-999), got %s in it", name, describe(it))
+	return list(v, name, "HTTP status codes", "HTTP status codes (100-999)", func(it *fastjson.Value) (int, string) {
+		if n, err := it.Int(); err == nil && n >= 100 && n <= 999 {
+			return n, ""
 		}
-		out = append(out, n)
-	}
-	return out, nil
+		return 0, describe(it)
+	})
 }
 
 // stringList reads an optional array of strings (what says what they name,
 // for the error); nil when it is absent.
 func stringList(v *fastjson.Value, name, what string) ([]string, error) {
+	return list(v, name, what, what, func(it *fastjson.Value) (string, string) {
+		b, err := it.StringBytes()
+		if err != nil {
+			return "", "a " + it.Type().String()
+		}
+		return string(b), ""
+	})
+}
+
+// list reads an optional array of what (each item read by item, which
+// says what a bad one is); nil when it is absent.
+func list[T any](v *fastjson.Value, name, what, items string, item func(*fastjson.Value) (T, string)) ([]T, error) {
 	a := v.Get(name)
 	if a == nil || a.Type() == fastjson.TypeNull {
 		return nil, nil
 	}
-	items, err := a.Array()
+	arr, err := a.Array()
 	if err != nil {
 		return nil, fmt.Errorf("%q must be an array of %s, got %s", name, what, a.Type())
 	}
-	out := make([]string, 0, len(items))
-	for _, it := range items {
-		b, err := it.StringBytes()
-		if err != nil {
-			return nil, fmt.Errorf("%q must be an array of %s, got a %s in it", name, what, it.Type())
+	out := make([]T, 0, len(arr))
+	for _, it := range arr {
+		x, bad := item(it)
+		if bad != "" {
+			return nil, fmt.Errorf("%q must be an array of %s, got %s in it", name, items, bad)
 		}
-		out = append(out, string(b))
+		out = append(out, x)
 	}
 	return out, nil
 }

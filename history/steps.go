@@ -118,6 +118,24 @@ func (h *History) Through(i int) *History {
 			out.Acks = append(out.Acks, a)
 		}
 	}
+	out.Deliveries = nil
+	for _, d := range h.Deliveries {
+		if d.NS <= next.NS {
+			out.Deliveries = append(out.Deliveries, d)
+		}
+	}
+	out.States = nil
+	for _, r := range h.States {
+		if r.NS <= next.NS {
+			out.States = append(out.States, r)
+		}
+	}
+	out.Transitions = nil
+	for _, t := range h.Transitions {
+		if t.NS <= next.NS {
+			out.Transitions = append(out.Transitions, t)
+		}
+	}
 	out.Events, out.End = next.Events, next.NS
 	// What came after the step did not end it: an interrupt or a cut-off
 	// line later on leaves this step's events whole.

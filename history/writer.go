@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -112,6 +113,7 @@ func AppendEvent(dst []byte, e *Event) []byte {
 		}
 		dst = appendInt(dst, "client", int64(e.Client))
 		dst = appendInt(dst, "ns", e.NS)
+		dst = appendState(dst, e)
 		if e.Req != nil {
 			dst = append(dst, `,"req":{"method":`...)
 			dst = appendString(dst, e.Req.Method)
@@ -195,6 +197,14 @@ func AppendEvent(dst []byte, e *Event) []byte {
 		dst = appendInt(dst, "attempt", int64(e.Attempt))
 		dst = appendOptString(dst, "kind", e.Kind)
 		dst = appendInt(dst, "ns", e.NS)
+		dst = appendState(dst, e)
+	case TypeDelivery:
+		dst = appendOptString(dst, "tenant", e.Tenant)
+		dst = appendOptString(dst, "key", e.Key)
+		dst = appendOptString(dst, "intent", e.Intent)
+		dst = appendInt(dst, "deliveries", int64(e.Deliveries))
+		dst = appendOptString(dst, "kind", e.Kind)
+		dst = appendInt(dst, "ns", e.NS)
 	case TypeEffect:
 		dst = appendOptString(dst, "tenant", e.Tenant)
 		dst = appendOptString(dst, "key", e.Key)
@@ -203,8 +213,35 @@ func AppendEvent(dst []byte, e *Event) []byte {
 		dst = appendString(dst, e.Effect)
 		dst = appendOptString(dst, "kind", e.Kind)
 		dst = appendInt(dst, "ns", e.NS)
+		dst = appendState(dst, e)
+		dst = appendWrittenAt(dst, e)
+	case TypeState:
+		dst = appendOptString(dst, "tenant", e.Tenant)
+		dst = appendInt(dst, "ns", e.NS)
+		dst = appendState(dst, e)
+		dst = appendWrittenAt(dst, e)
 	}
 	return append(dst, '}')
+}
+
+// appendWrittenAt appends when a state was written, when it was read.
+func appendWrittenAt(dst []byte, e *Event) []byte {
+	if e.WrittenAt.IsZero() {
+		return dst
+	}
+	dst = append(dst, `,"written_at":"`...)
+	dst = e.WrittenAt.UTC().AppendFormat(dst, time.RFC3339Nano)
+	return append(dst, '"')
+}
+
+// appendState appends the resource and state an effect, invoke or ack
+// carries, when it carries one.
+func appendState(dst []byte, e *Event) []byte {
+	if e.State == "" {
+		return dst
+	}
+	dst = appendOptString(dst, "resource", e.Resource)
+	return appendOptString(dst, "state", e.State)
 }
 
 func appendHeadersAndBody(dst []byte, h Headers, body []byte) []byte {
@@ -332,6 +369,12 @@ func appendContract(dst []byte, c *Contract) []byte {
 	}
 	if c.MaxKeyLength != 0 {
 		dst = appendInt(dst, "max_key_length", c.MaxKeyLength)
+	}
+	if len(c.States) > 0 {
+		dst = appendStrings(dst, "states", c.States)
+	}
+	if c.MaxDeliveries != 0 {
+		dst = appendInt(dst, "max_deliveries", int64(c.MaxDeliveries))
 	}
 	return append(dst, '}')
 }

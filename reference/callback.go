@@ -2,10 +2,16 @@ package reference
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -27,11 +33,11 @@ type callbackResult struct {
 const (
 	// sqlCallbackDedupe records the provider transaction; a redelivery
 	// conflicts on the primary key (seed 002 §八 ②).
-	sqlCallbackDedupe = `INSERT INTO payment_callbacks (provider_tx, order_id, status, amount, payload)
-VALUES ($1, $2, $3, $4, $5) ON CONFLICT (provider_tx) DO NOTHING`
+	sqlCallbackDedupe = `INSERT INTO payment_callbacks (provider_tx, order_id, status, amount, payload, intent)
+VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (provider_tx) DO NOTHING`
 	// sqlAdvanceOrder moves the order forward only (pending → paid →
 	// fulfilled, skipping allowed, never back) and returns the old state.
-	sqlAdvanceOrder = `UPDATE orders o SET state = $2
+	sqlAdvanceOrder = `UPDATE orders o SET state = $2, state_at = clock_timestamp()
 FROM (SELECT id, state AS old_state FROM orders WHERE id = $1 FOR UPDATE) p
 WHERE o.id = p.id
   AND array_position(ARRAY['pending','paid','fulfilled'], p.old_state) < array_position(ARRAY['pending','paid','fulfilled'], $2::text)
@@ -53,6 +59,14 @@ func (s *server) paymentCallback(w http.ResponseWriter, r *http.Request, rc *req
 		rc.writeError(w, http.StatusRequestEntityTooLarge, outcomeRejected, "body_too_large", "request body above 1 MiB")
 		return
 	}
+	// Verify first (seed 002 §八 ①): an unsigned, forged or replayed
+	// callback is refused before anything is stored.
+	if err == nil {
+		if code, why := verifyCallback(r.Header.Get(SignatureHeader), raw, []byte(s.cfg.ProviderSecret), time.Now()); code != "" {
+			rc.writeError(w, http.StatusBadRequest, outcomeRejected, code, why)
+			return
+		}
+	}
 	var cb callbackBody
 	// plainText: a provider_tx with \u0000 cannot be stored (a 500 on
 	// every redelivery), and lone surrogates would make two ids one.
@@ -65,7 +79,7 @@ func (s *server) paymentCallback(w http.ResponseWriter, r *http.Request, rc *req
 	rc.with("provider_tx", cb.ProviderTx, "order_id", cb.OrderID)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.RequestTimeout)
 	defer cancel()
-	res, status, err := s.applyCallback(ctx, cb, raw)
+	res, status, err := s.applyCallback(ctx, cb, raw, r.Header.Get(headerIntent))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		rc.writeError(w, http.StatusNotFound, outcomeRejected, "unknown_order", "no such order")
@@ -81,13 +95,17 @@ func (s *server) paymentCallback(w http.ResponseWriter, r *http.Request, rc *req
 	}
 }
 
-func (s *server) applyCallback(ctx context.Context, cb callbackBody, raw []byte) (res callbackResult, status int, err error) {
+func (s *server) applyCallback(ctx context.Context, cb callbackBody, raw []byte, intent string) (res callbackResult, status int, err error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return res, 0, fmt.Errorf("begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	tag, err := tx.Exec(ctx, sqlCallbackDedupe, cb.ProviderTx, cb.OrderID, cb.Status, cb.Amount, string(raw))
+	var in *string
+	if intent != "" {
+		in = &intent
+	}
+	tag, err := tx.Exec(ctx, sqlCallbackDedupe, cb.ProviderTx, cb.OrderID, cb.Status, cb.Amount, string(raw), in)
 	if err != nil {
 		return res, 0, fmt.Errorf("dedupe: %w", err)
 	}
@@ -148,4 +166,66 @@ func (s *server) credit(ctx context.Context, tx pgx.Tx, tenant, orderID string, 
 		return fmt.Errorf("credit ledger: %w", err)
 	}
 	return nil
+}
+
+// SignatureHeader carries a callback's signature, the way payment
+// providers sign (Stripe's Stripe-Signature): "t=<unix seconds>,v1=<hex
+// HMAC-SHA256 of "<t>.<body>" under the provider's secret>", one v1 per
+// secret while a secret is rotated.
+const SignatureHeader = "Webhook-Signature"
+
+// SignatureTolerance is how old a signed timestamp may be: a captured
+// callback replayed later is refused.
+const SignatureTolerance = 5 * time.Minute
+
+// SignCallback returns the SignatureHeader value of body signed with
+// secret at t.
+func SignCallback(secret, body []byte, t time.Time) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(callbackMAC(secret, ts, body))
+}
+
+func callbackMAC(secret []byte, ts string, body []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// verifyCallback checks a callback's signature header against its raw
+// body; it returns an error code and a reason, "" when it holds.
+func verifyCallback(header string, body, secret []byte, now time.Time) (code, why string) {
+	if header == "" {
+		return "missing_signature", "the " + SignatureHeader + " header is required"
+	}
+	var ts string
+	var sigs [][]byte
+	for _, part := range strings.Split(header, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			if b, err := hex.DecodeString(v); err == nil {
+				sigs = append(sigs, b)
+			}
+		}
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || len(sigs) == 0 {
+		return "invalid_signature", SignatureHeader + " must be t=<unix seconds>,v1=<hex HMAC-SHA256>"
+	}
+	want := callbackMAC(secret, ts, body)
+	ok := false
+	for _, sig := range sigs {
+		ok = ok || hmac.Equal(sig, want)
+	}
+	if !ok {
+		return "invalid_signature", "the signature does not match the body"
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > SignatureTolerance || d < -SignatureTolerance {
+		return "stale_signature", "the signed timestamp is more than " + SignatureTolerance.String() + " away: a replayed callback"
+	}
+	return "", ""
 }

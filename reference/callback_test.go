@@ -3,8 +3,10 @@ package reference_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/idemchaos/idemchaos/reference"
 )
@@ -20,8 +22,43 @@ func newPaidOrder(t *testing.T, s *svc, key string) string {
 
 func callback(t *testing.T, s *svc, token, tx, orderID, status string, amount int) reply {
 	t.Helper()
-	return postJSON(t, s.url+"/v1/callbacks/payment", token,
-		fmt.Sprintf(`{"provider_tx":%q,"order_id":%q,"status":%q,"amount":%d}`, tx, orderID, status, amount))
+	body := fmt.Sprintf(`{"provider_tx":%q,"order_id":%q,"status":%q,"amount":%d}`, tx, orderID, status, amount)
+	return postSigned(t, s.url+"/v1/callbacks/payment", token, signed(body), body)
+}
+
+// A callback without a signature, with a forged one, with one over
+// another body, or signed too long ago (a captured callback replayed) is
+// refused with 400 before anything is stored: the same provider tx then
+// applies once properly signed (seed 002 §八 ①).
+func TestPaymentCallback_SignatureVerifiedFirst(t *testing.T) {
+	t.Parallel()
+	s := startService(t, reference.Config{})
+	id := newPaidOrder(t, s, "k")
+	body := fmt.Sprintf(`{"provider_tx":"tx-1","order_id":%q,"status":"paid","amount":500}`, id)
+	secret := []byte(reference.DefaultProviderSecret)
+	for name, c := range map[string]struct{ sig, code string }{
+		"missing":      {"", "missing_signature"},
+		"malformed":    {"v1=abc", "invalid_signature"},
+		"forged":       {reference.SignCallback([]byte("whsec_attacker"), []byte(body), time.Now()), "invalid_signature"},
+		"another body": {reference.SignCallback(secret, []byte(body+" "), time.Now()), "invalid_signature"},
+		"stale":        {reference.SignCallback(secret, []byte(body), time.Now().Add(-reference.SignatureTolerance-time.Minute)), "stale_signature"},
+	} {
+		r := postSigned(t, s.url+"/v1/callbacks/payment", reference.DefaultProviderToken, c.sig, body)
+		if r.status != http.StatusBadRequest || jsonField(t, r.body, "error") != c.code {
+			t.Errorf("%s signature: %v, want 400 %s", name, r, c.code)
+		}
+	}
+	if n := queryInt(t, s.dsn, `SELECT count(*) FROM payment_callbacks`); n != 0 {
+		t.Fatalf("%d callbacks stored from refused deliveries, want 0", n)
+	}
+	if n := effects(t, s.dsn, reference.EffectPaymentCredit, "t1", "k"); n != 0 {
+		t.Fatalf("%d credits from refused deliveries, want 0", n)
+	}
+	// Two secrets while one is rotated: either v1 verifies.
+	rotated := reference.SignCallback([]byte("whsec_old"), []byte(body), time.Now()) + ",v1=" + strings.SplitN(signed(body), "v1=", 2)[1]
+	if r := postSigned(t, s.url+"/v1/callbacks/payment", reference.DefaultProviderToken, rotated, body); r.status != http.StatusOK || jsonField(t, r.body, "result") != "applied" {
+		t.Fatalf("properly signed after the refusals: %v, want 200 applied", r)
+	}
 }
 
 func TestPaymentCallback_RedeliveryDeduplicated(t *testing.T) {

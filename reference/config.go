@@ -58,6 +58,10 @@ type Config struct {
 	// ProviderToken authenticates the simulated payment provider's
 	// callbacks. Default "tok-provider".
 	ProviderToken string
+	// ProviderSecret is the secret the provider signs each callback with
+	// (HMAC-SHA256 over timestamp and body, the Webhook-Signature header,
+	// see [SignCallback]). Default [DefaultProviderSecret].
+	ProviderSecret string
 	// InitialBalance is the balance each configured tenant's account
 	// starts with (created once; existing balances are left alone).
 	// Default 1e12.
@@ -116,6 +120,10 @@ func DefaultTokens() map[string]string {
 // [Config.ProviderToken] is empty.
 const DefaultProviderToken = "tok-provider"
 
+// DefaultProviderSecret is the provider's signing secret when
+// [Config.ProviderSecret] is empty.
+const DefaultProviderSecret = "whsec_idemchaos_reference"
+
 func (c Config) withDefaults() Config {
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:8080"
@@ -142,6 +150,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProviderToken == "" {
 		c.ProviderToken = DefaultProviderToken
+	}
+	if c.ProviderSecret == "" {
+		c.ProviderSecret = DefaultProviderSecret
 	}
 	if c.InitialBalance == 0 {
 		c.InitialBalance = 1_000_000_000_000

@@ -3,6 +3,7 @@ package reference
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -25,6 +26,10 @@ type Effect struct {
 	// Intent is the X-Intent-ID the order was created with, when the
 	// client sent one; empty otherwise.
 	Intent string
+	// State and StateAt, on an order, are its state (pending, paid,
+	// fulfilled) and when it last changed.
+	State   string
+	StateAt time.Time
 }
 
 // Effect kinds.
@@ -33,17 +38,23 @@ const (
 	EffectLedger        = "ledger"
 	EffectNotification  = "notification"
 	EffectPaymentCredit = "payment-credit"
+	// EffectCallback is a provider callback recorded once (its
+	// provider_tx): one per event, however often it was delivered.
+	EffectCallback = "callback"
 )
 
 const sqlEffects = `
-SELECT 'order', o.tenant, o.idem_key, o.id, o.id, coalesce(o.intent, '') FROM orders o
+SELECT 'order', o.tenant, o.idem_key, o.id, o.id, coalesce(o.intent, ''), o.state, o.state_at FROM orders o
 UNION ALL
 SELECT CASE l.kind WHEN 'debit' THEN 'ledger' ELSE 'payment-credit' END, o.tenant, o.idem_key,
-       l.kind || '-' || l.id, o.id, coalesce(o.intent, '')
+       l.kind || '-' || l.id, o.id, coalesce(o.intent, ''), '', NULL
 FROM ledger_entries l JOIN orders o ON o.id = l.order_id
 UNION ALL
-SELECT 'notification', n.tenant, n.idem_key, 'notification-' || n.id, n.order_id, coalesce(o.intent, '')
+SELECT 'notification', n.tenant, n.idem_key, 'notification-' || n.id, n.order_id, coalesce(o.intent, ''), '', NULL
 FROM notifications n LEFT JOIN orders o ON o.id = n.order_id
+UNION ALL
+SELECT 'callback', 'provider', c.provider_tx, 'callback-' || c.provider_tx, c.order_id, coalesce(c.intent, ''), '', NULL
+FROM payment_callbacks c
 ORDER BY 1, 2, 3, 4`
 
 // ReadEffects reads every effect in the database at dsn, ordered by kind,
@@ -60,7 +71,11 @@ func ReadEffects(ctx context.Context, dsn string) ([]Effect, error) {
 	}
 	effects, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Effect, error) {
 		var e Effect
-		err := r.Scan(&e.Kind, &e.Tenant, &e.Key, &e.ID, &e.OrderID, &e.Intent)
+		var at *time.Time
+		err := r.Scan(&e.Kind, &e.Tenant, &e.Key, &e.ID, &e.OrderID, &e.Intent, &e.State, &at)
+		if at != nil {
+			e.StateAt = *at
+		}
 		return e, err
 	})
 	if err != nil {

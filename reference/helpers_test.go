@@ -276,6 +276,27 @@ func jsonField(t *testing.T, body []byte, field string) string {
 	return fmt.Sprint(m[field])
 }
 
+// postSigned is postJSON with the provider's signature header, as the
+// reference's callback endpoint wants it (sig "" sends none).
+func postSigned(t *testing.T, url, token, sig, body string) reply {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	if sig != "" {
+		req.Header.Set(reference.SignatureHeader, sig)
+	}
+	r, err := do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	return r
+}
+
+// signed is body's signature under the default provider secret, now.
+func signed(body string) string {
+	return reference.SignCallback([]byte(reference.DefaultProviderSecret), []byte(body), time.Now())
+}
+
 func postJSON(t *testing.T, url, token, body string) reply {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(body))

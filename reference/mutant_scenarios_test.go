@@ -285,7 +285,7 @@ func callbackRedelivered(t *testing.T, mutant string) string {
 	id := jsonField(t, s.post(t, order{key: "k"}).body, "id")
 	cb := fmt.Sprintf(`{"provider_tx":"tx-1","order_id":%q,"status":"paid","amount":500}`, id)
 	for range 2 {
-		if r := postJSON(t, s.url+"/v1/callbacks/payment", reference.DefaultProviderToken, cb); r.status != http.StatusOK {
+		if r := postSigned(t, s.url+"/v1/callbacks/payment", reference.DefaultProviderToken, signed(cb), cb); r.status != http.StatusOK {
 			t.Fatalf("callback: %v", r)
 		}
 	}

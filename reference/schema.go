@@ -108,6 +108,10 @@ CREATE TABLE IF NOT EXISTS payment_callbacks (
 	payload     jsonb       NOT NULL,
 	created_at  timestamptz NOT NULL DEFAULT now()
 );
+-- The X-Intent-Id a callback arrived with (the oracle's ground truth), and
+-- when an order's state last changed (forward-only reads it).
+ALTER TABLE payment_callbacks ADD COLUMN IF NOT EXISTS intent text;
+ALTER TABLE orders ADD COLUMN IF NOT EXISTS state_at timestamptz NOT NULL DEFAULT clock_timestamp();
 `
 
 // Migrate creates the reference schema in the database at dsn. It is

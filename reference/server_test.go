@@ -22,7 +22,10 @@ func TestServe_LogsCarryRequestIDTenantAndKey(t *testing.T) {
 	if err != nil || r.header.Get("X-Request-ID") != "req-42" {
 		t.Fatalf("request id not echoed: %v %v", r.header, err)
 	}
+	// Each line is written once its response is out, so the first
+	// request's may come after the second's.
 	s.logs.waitFor(t, `"request_id":"req-42"`)
+	s.logs.waitFor(t, `"idempotency_key":"log-key",`)
 	requests := 0
 	sc := bufio.NewScanner(strings.NewReader(s.logs.String()))
 	for sc.Scan() {

@@ -55,7 +55,7 @@ type junitProblem struct {
 func WriteJUnit(w io.Writer, rep Report) error {
 	out := junitSuites{Name: "idemchaos"}
 	for _, run := range rep.Runs {
-		s := junitSuite{Name: runLabel(run), Time: float64(run.ElapsedMS) / 1000}
+		s := junitSuite{Name: run.Label(), Time: float64(run.ElapsedMS) / 1000}
 		class := "idemchaos." + run.Scenario
 		if run.Mutant != "" {
 			class += ".mutant-" + run.Mutant

@@ -1,12 +1,11 @@
 package report
 
 import (
-	"cmp"
-	"slices"
 	"time"
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/harness/catchmatrix"
 	"github.com/idemchaos/idemchaos/history"
 )
 
@@ -168,8 +167,11 @@ func FromOutcome(o *harness.Outcome) Run {
 // verdicts and expectations met as the run's own report, when h is the
 // history of a run.
 func FromJudgement(file string, h *history.History, j checkers.Judgement) Run {
+	return fromJudgement(file, h, j, keySequences(h))
+}
+
+func fromJudgement(file string, h *history.History, j checkers.Judgement, keys func(intent string) []string) Run {
 	r := Run{Scenario: h.Meta.Scenario, File: file, Seed: h.Meta.Seed, History: file, Verdict: j.Verdict.String(), Met: j.Met()}
-	keys := keySequences(h)
 	for _, s := range j.Steps {
 		r.Steps = append(r.Steps, Step{Name: s.Name, Expect: s.Expect, Met: s.Met, Verdict: s.Result.Verdict.String(),
 			Reason: s.Result.Reason, Invariants: invariants(s.Result, keys)})
@@ -223,31 +225,35 @@ func keySequences(h *history.History) func(intent string) []string {
 	var seqs map[string][]string
 	return func(intent string) []string {
 		if seqs == nil {
-			seqs = map[string][]string{}
-			byIntent := map[string][]int{}
-			for i := range h.Attempts {
-				byIntent[h.Attempts[i].Intent] = append(byIntent[h.Attempts[i].Intent], i)
-			}
-			for in, idx := range byIntent {
-				slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(h.Attempts[a].Invoke, h.Attempts[b].Invoke) })
-				var seq []string
-				for _, i := range idx {
-					if k := h.Attempts[i].Key; len(seq) == 0 || seq[len(seq)-1] != k {
-						seq = append(seq, k)
-					}
-				}
-				if len(seq) > 1 && len(seq) <= MaxKeySequence {
-					seqs[in] = seq
-				}
-			}
+			seqs = history.KeySequences(h)
 		}
-		return seqs[intent]
+		return capped(seqs[intent])
 	}
 }
 
+// capped drops a key sequence longer than [MaxKeySequence].
+func capped(seq []string) []string {
+	if len(seq) > MaxKeySequence {
+		return nil
+	}
+	return seq
+}
+
+// FromPartitioned turns the judgement of a history checked partition by
+// partition into a run, as [FromJudgement] does for one loaded whole: h
+// holds only its meta event and counts, and seqs the key sequences the
+// partitions found ([history.KeySequences]).
+func FromPartitioned(file string, h *history.History, j checkers.Judgement, seqs map[string][]string) Run {
+	var keys func(string) []string
+	if h.Client() {
+		keys = func(intent string) []string { return capped(seqs[intent]) }
+	}
+	return fromJudgement(file, h, j, keys)
+}
+
 // FromMatrix turns demo's catch matrix into its report form.
-func FromMatrix(m *harness.Matrix) *Matrix {
-	row := func(r harness.MatrixRow) MatrixRow {
+func FromMatrix(m *catchmatrix.Matrix) *Matrix {
+	row := func(r catchmatrix.Row) MatrixRow {
 		out := MatrixRow{Mutant: r.Mutant, Pitfall: r.Pitfall, Expected: r.Expected, Caught: r.Caught, Clean: r.Clean,
 			By: append([]string{}, r.By...), Scenario: r.Scenario, ElapsedMS: r.Elapsed.Milliseconds(), Requests: r.Requests, Runs: len(r.Runs)}
 		for _, o := range r.Runs {

@@ -30,7 +30,7 @@ func WriteText(w io.Writer, rep Report) {
 					if n == 1 {
 						fmt.Fprintln(w, "VIOLATIONS")
 					}
-					fmt.Fprintf(w, "\n%d. %s — %s%s\n", n, iv.Name, runLabel(run), where(v))
+					fmt.Fprintf(w, "\n%d. %s — %s%s\n", n, iv.Name, run.Label(), where(v))
 					fmt.Fprintf(w, "   %s\n", v.Explanation)
 					if len(v.Keys) > 0 {
 						fmt.Fprintf(w, "   keys of intent %s, in the order sent: %s\n", v.Intent, keyList(v.Keys))
@@ -38,7 +38,7 @@ func WriteText(w io.Writer, rep Report) {
 					if v.Cause != "" {
 						fmt.Fprintf(w, "   likely cause: %s\n", v.Cause)
 					}
-					fmt.Fprintf(w, "   ops %s", joinOps(v.Ops))
+					fmt.Fprintf(w, "   ops %s", Ops(v.Ops))
 					if run.History != "" {
 						fmt.Fprintf(w, " in %s", run.History)
 					}
@@ -76,7 +76,7 @@ func WriteText(w io.Writer, rep Report) {
 		if run.Requests > 0 {
 			about = append(about, fmt.Sprintf("%d requests, %s", run.Requests, time.Duration(run.ElapsedMS)*time.Millisecond))
 		}
-		fmt.Fprintf(w, "%-5s %s", status, runLabel(run))
+		fmt.Fprintf(w, "%-5s %s", status, run.Label())
 		if len(about) > 0 {
 			fmt.Fprintf(w, " (%s)", strings.Join(about, ", "))
 		}
@@ -131,7 +131,7 @@ func WriteSeeds(w io.Writer, rep Report, verbose bool) {
 	var order []string
 	counts := map[string]*count{}
 	for _, run := range rep.Runs {
-		name := runLabel(run)
+		name := run.Label()
 		c := counts[name]
 		if c == nil {
 			c = &count{}
@@ -165,7 +165,9 @@ func WriteSeeds(w io.Writer, rep Report, verbose bool) {
 // passed says every expectation of the run held.
 func passed(run Run) bool { return run.Met && run.Error == "" }
 
-func runLabel(run Run) string {
+// Label names a run as the text report and the HTML page head it: its
+// scenario (or the history file it checked) and its mutant.
+func (run Run) Label() string {
 	s := run.Scenario
 	switch {
 	case run.File != "" && run.File == run.History:
@@ -197,7 +199,8 @@ func where(v Violation) string {
 	return ": " + strings.Join(parts, ", ")
 }
 
-func joinOps(ops []int64) string {
+// Ops writes a violation's op numbers as "1, 2, 3".
+func Ops(ops []int64) string {
 	parts := make([]string, len(ops))
 	for i, o := range ops {
 		parts[i] = fmt.Sprint(o)
@@ -216,14 +219,14 @@ func WriteMatrix(w io.Writer, m *Matrix) {
 	if m.Reference.Error != "" {
 		ref = "ERROR"
 	}
-	fmt.Fprintf(w, "%-22s %-7s %-52s %-26s %8s %6d\n", "reference (correct)", ref, dash(strings.Join(m.Reference.By, ", ")),
+	fmt.Fprintf(w, "%-22s %-7s %-52s %-26s %8s %6d\n", "reference (correct)", ref, OrDash(strings.Join(m.Reference.By, ", ")),
 		fmt.Sprintf("%d/%d scenarios clean", m.Reference.CleanRuns, m.Reference.Runs), ms(time.Duration(m.Reference.ElapsedMS)*time.Millisecond), m.Reference.Requests)
 	for _, r := range m.Mutants {
 		res := "CAUGHT"
 		if !r.Caught {
 			res = "MISSED"
 		}
-		fmt.Fprintf(w, "%-22s %-7s %-52s %-26s %8s %6d\n", r.Mutant, res, dash(strings.Join(r.By, ", ")), dash(r.Scenario),
+		fmt.Fprintf(w, "%-22s %-7s %-52s %-26s %8s %6d\n", r.Mutant, res, OrDash(strings.Join(r.By, ", ")), OrDash(r.Scenario),
 			ms(time.Duration(r.ElapsedMS)*time.Millisecond), r.Requests)
 		if r.Error != "" {
 			fmt.Fprintf(w, "%-22s   error: %s\n", "", r.Error)
@@ -242,7 +245,8 @@ func WriteMatrix(w io.Writer, m *Matrix) {
 	fmt.Fprintf(w, "\n%d/%d mutants caught; %s; %s in all\n", caught, len(m.Mutants), verdict, ms(time.Duration(m.ElapsedMS)*time.Millisecond))
 }
 
-func dash(s string) string {
+// OrDash writes an empty field as "—", so a table's cell is never blank.
+func OrDash(s string) string {
 	if s == "" {
 		return "—"
 	}
@@ -270,7 +274,16 @@ func invariantLine(iv Invariant) string {
 func keyList(keys []string) string {
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = orNone(k)
+		parts[i] = OrNone(k)
 	}
 	return strings.Join(parts, " → ")
+}
+
+// OrNone writes a key as itself, an empty one (a keyless attempt) as
+// "(none)": the text report and the HTML page name keys alike.
+func OrNone(key string) string {
+	if key == "" {
+		return "(none)"
+	}
+	return key
 }

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/idemchaos/idemchaos/checkers"
 )
@@ -31,7 +32,7 @@ func (s *Scenario) Profile() (checkers.Profile, error) {
 
 // CheckerContract returns the contract the scenario's checkers judge by:
 // its profile, payload fingerprint, replay-identical's headers and
-// eventually-decided's bound when given (the checkers' defaults
+// eventually-decided's bound and forward-only's states when given (the checkers' defaults
 // otherwise). A run writes it into its history, so that a later check
 // judges alike.
 func (s *Scenario) CheckerContract() (checkers.Contract, error) {
@@ -44,6 +45,7 @@ func (s *Scenario) CheckerContract() (checkers.Contract, error) {
 	}
 	c := checkers.DefaultContract()
 	c.Profile, c.Fingerprint, c.MaxKeyLength = p, s.Contract.Fingerprint, s.Contract.MaxKeyLength
+	c.MaxDeliveries = s.Contract.MaxDeliveries
 	for _, inv := range s.Invariants {
 		if inv.Name == "replay-identical" && len(inv.Headers) > 0 {
 			c.ReplayHeaders = append([]string{}, inv.Headers...)
@@ -51,6 +53,13 @@ func (s *Scenario) CheckerContract() (checkers.Contract, error) {
 		if inv.Name == "eventually-decided" && inv.Bound > 0 {
 			c.DecisionBound = inv.Bound
 		}
+		if inv.Name == "forward-only" && len(inv.States) > 0 {
+			c.States = append([]string{}, inv.States...)
+		}
+	}
+	if c.States == nil {
+		// A provider's events are its order of states.
+		c.States = s.WebhookStates()
 	}
 	return c, nil
 }
@@ -85,8 +94,12 @@ func (s *Scenario) Checker() (checkers.Checker, error) {
 }
 
 // InvariantNames lists the scenario's invariants by name, in file order
-// (all seven, in DESIGN order, when the file lists none).
+// (when the file lists none: all seven, in DESIGN order, or a webhook
+// scenario's three).
 func (s *Scenario) InvariantNames() []string {
+	if len(s.Invariants) == 0 && s.HasWebhook() {
+		return slices.Clone(WebhookInvariants)
+	}
 	if len(s.Invariants) == 0 {
 		return checkers.Names()
 	}
@@ -117,4 +130,53 @@ func (s *Scenario) EffectiveSteps() []Step {
 	}
 	tr := s.Traffic
 	return []Step{{Name: s.Name, Traffic: &tr, Faults: s.Faults, Expect: "clean"}}
+}
+
+// WebhookInvariants are what a scenario with a webhook step judges when it
+// lists none: each provider event applied once, each payment's state only
+// forward, every forged event refused. The server suite's replay rules do
+// not apply: a provider reads nothing of an answer but its status.
+var WebhookInvariants = []string{"exactly-once", "forward-only", "forged-refused"}
+
+// WebhookPlaceholders are the fields a webhook event's body is filled with.
+var WebhookPlaceholders = []string{"event", "type", "state", "payment", "amount", "created"}
+
+// HasWebhook says a step of the scenario plays a payment provider.
+func (s *Scenario) HasWebhook() bool { return s.FirstWebhook() != nil }
+
+// FirstWebhook is the first webhook step's provider, nil when none.
+func (s *Scenario) FirstWebhook() *Webhook {
+	for i := range s.Steps {
+		if w := s.Steps[i].Webhook; w != nil {
+			return w
+		}
+	}
+	return nil
+}
+
+// WebhookEvents are a webhook's events per payment: its own, or the
+// default (the reference's paid and fulfilled against the reference).
+func (s *Scenario) WebhookEvents(w *Webhook) []string {
+	switch {
+	case len(w.Events) > 0:
+		return slices.Clone(w.Events)
+	case s.Target.Reference != nil:
+		return []string{"paid", "fulfilled"}
+	}
+	return []string{"created", "paid", "refunded"}
+}
+
+// WebhookStates is forward-only's order of states a webhook step declares
+// (nil without one): its events, after the reference's pending against
+// the reference, whose orders exist before any event.
+func (s *Scenario) WebhookStates() []string {
+	w := s.FirstWebhook()
+	if w == nil {
+		return nil
+	}
+	ev := s.WebhookEvents(w)
+	if s.Target.Reference != nil && !slices.Contains(ev, "pending") {
+		ev = append([]string{"pending"}, ev...)
+	}
+	return ev
 }

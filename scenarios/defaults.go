@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/idemchaos/idemchaos/checkers"
@@ -41,6 +42,13 @@ var defaultTraffic = Traffic{
 func (s *Scenario) fillDefaults(file string) {
 	if s.Name == "" {
 		s.Name = defaultName(file)
+	}
+	for i := range s.Steps {
+		// The secret is read once, where the scenario is loaded, as its
+		// addresses are: the endpoint's process has the same variable.
+		if w := s.Steps[i].Webhook; w != nil && w.Secret == "" {
+			w.Secret = os.Getenv(or(w.SecretEnv, DefaultWebhookSecretEnv))
+		}
 	}
 	e := &s.Endpoint
 	e.Method = or(e.Method, defaultMethod)
@@ -121,6 +129,10 @@ func (s *Scenario) fillDefaults(file string) {
 		}
 		if len(s.Invariants) == 0 { // a consumer's two, not a service's seven
 			s.Invariants = []Invariant{{Name: "exactly-once"}, {Name: "no-lost-message"}}
+			if s.Messages != nil && s.Messages.Fault == MessageFaultPoisonMessage {
+				// A poison message is judged by its redeliveries too.
+				s.Invariants = append(s.Invariants, Invariant{Name: "bounded-redelivery"})
+			}
 		}
 	}
 	if len(s.Invariants) == 0 && s.Client == nil {

@@ -34,7 +34,7 @@ func TestFaultSpec_Build(t *testing.T) {
 		"unknown param": {scenarios.FaultSpec{Kind: "crash", Params: map[string]any{"pont": "now"}}, faults.ErrInvalidParams},
 		"wrong type":    {scenarios.FaultSpec{Kind: "double-click", Params: map[string]any{"copies": "two"}}, faults.ErrInvalidParams},
 		"bad duration":  {scenarios.FaultSpec{Kind: "rate-limit", Params: map[string]any{"retry_after": "soon"}}, faults.ErrInvalidParams},
-		"validate":      {scenarios.FaultSpec{Kind: "gateway-5xx", Params: map[string]any{"status": 500}}, faults.ErrInvalidParams},
+		"validate":      {scenarios.FaultSpec{Kind: "gateway-5xx", Params: map[string]any{"status": 503}}, faults.ErrInvalidParams},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

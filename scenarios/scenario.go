@@ -86,7 +86,7 @@ func (s *Scenario) Where(field string) string {
 
 // Broker is the broker of a consumer scenario.
 type Broker struct {
-	// Kind is the broker: nats (NATS with JetStream, embedded).
+	// Kind is the broker: nats (JetStream, embedded), rabbitmq or redis.
 	Kind string `yaml:"kind" json:"kind"`
 	// AckWait is how long the broker waits for an ack before it delivers
 	// again (default 1s in scenarios).
@@ -112,6 +112,8 @@ const (
 	MessageFaultKillAfterAck       = "kill-after-ack"
 	MessageFaultPublishTwiceSameID = "publish-twice-same-id"
 	MessageFaultPublishTwiceNewID  = "publish-twice-new-id"
+	MessageFaultPoisonMessage      = "poison-message"
+	MessageFaultBrokerRestart      = "broker-restart"
 )
 
 // Messages is a consumer scenario's plan.
@@ -120,7 +122,9 @@ type Messages struct {
 	Count int `yaml:"count" json:"count"`
 	// Fault is the delivery-path fault applied to message Target (0-based;
 	// "" for none): kill-before-ack, kill-after-ack,
-	// publish-twice-same-id or publish-twice-new-id.
+	// publish-twice-same-id, publish-twice-new-id, poison-message (its
+	// body cannot be applied) or broker-restart (the broker restarted once
+	// it saw the target's ack).
 	Fault  string `yaml:"fault" json:"fault,omitempty"`
 	Target int    `yaml:"target" json:"target,omitempty"`
 	_      struct{}
@@ -243,7 +247,11 @@ type Contract struct {
 	// keys share the kept prefix, silently; Load refuses a scenario whose
 	// keys ([Scenario.KeyLength]) would be longer.
 	MaxKeyLength int `yaml:"max_key_length" json:"max_key_length,omitempty"`
-	_            struct{}
+	// MaxDeliveries is the most deliveries of one message a consumer
+	// scenario allows (0: 10, checkers.DefaultMaxDeliveries): a message
+	// delivered more often was retried without bound (bounded-redelivery).
+	MaxDeliveries int `yaml:"max_deliveries" json:"max_deliveries,omitempty"`
+	_             struct{}
 }
 
 // The payload fingerprints of [Contract.Fingerprint].
@@ -348,6 +356,14 @@ type Effects struct {
 	Tenant string `yaml:"tenant" json:"tenant,omitempty"`
 	Key    string `yaml:"key" json:"key,omitempty"`
 	ID     string `yaml:"id" json:"id,omitempty"`
+	// State, WrittenAt and Resource (http) are optional JSONPath
+	// expressions of an item: its resource's state, when that state was
+	// written, and which resource it is (forward-only's). The sql oracle
+	// reads them as the query's columns named state, written_at and
+	// resource.
+	State     string `yaml:"state" json:"state,omitempty"`
+	WrittenAt string `yaml:"written_at" json:"written_at,omitempty"`
+	Resource  string `yaml:"resource" json:"resource,omitempty"`
 	// ResponseID (sql, http) is a JSONPath into an acknowledged (2xx)
 	// response body selecting the id of the resource it created ("$.id"):
 	// an effect with that id is attributed to the request's intent.
@@ -370,7 +386,10 @@ type Invariant struct {
 	Bound time.Duration `yaml:"bound" json:"bound,omitempty"`
 	// Headers are replay-identical's compared headers.
 	Headers []string `yaml:"headers" json:"headers,omitempty"`
-	_       struct{}
+	// States are forward-only's declared order of the resources' states,
+	// first to last: [created, paid, refunded].
+	States []string `yaml:"states" json:"states,omitempty"`
+	_      struct{}
 }
 
 // Hooks are commands for process faults on external targets. Each runs with
@@ -426,6 +445,9 @@ type Step struct {
 	// Callbacks makes this step send payment-provider callbacks for the
 	// orders earlier steps created, instead of new intents.
 	Callbacks *Callbacks `yaml:"callbacks" json:"callbacks,omitempty"`
+	// Webhook makes this step play a payment provider against the
+	// target's webhook endpoint, instead of sending new intents.
+	Webhook *Webhook `yaml:"webhook" json:"webhook,omitempty"`
 	// Expect is "clean" (default) or the name of the invariant expected to
 	// fail, one of the scenario's invariants.
 	Expect string `yaml:"expect" json:"expect"`
@@ -448,6 +470,74 @@ type Callbacks struct {
 	IDField    string        `yaml:"id_field" json:"id_field"`     // default id
 	_          struct{}
 }
+
+// Webhook is a payment provider playing its events against the target's
+// webhook endpoint, the way providers deliver (seed 002 §八): each event
+// signed (an HMAC-SHA256 over timestamp and body in SignatureHeader, the
+// secret read from the environment variable SecretEnv, which the
+// endpoint's process reads too) and delivered until a 2xx with the
+// provider's backoff, bounded by Attempts and Within. The seed picks which
+// events arrive twice at once (Duplicates), again after their 2xx (Late),
+// which payments' events arrive in reverse order (OutOfOrder: paid before
+// created), whose first delivery the endpoint executes and is answered 500
+// (After500) or never answered (Timeouts), and Forged events signed with a
+// wrong secret, which must be refused with no effect. Against the
+// reference the events are for the orders the steps before created.
+type Webhook struct {
+	// Path is the endpoint the events are POSTed to (default the
+	// reference's /v1/callbacks/payment).
+	Path string `yaml:"path" json:"path,omitempty"`
+	// SecretEnv names the environment variable holding the signing secret
+	// (default WEBHOOK_SECRET); against the reference, unset, its default
+	// secret.
+	SecretEnv string `yaml:"secret_env" json:"secret_env,omitempty"`
+	// Secret is the signing secret itself: read from SecretEnv when the
+	// scenario is loaded (a Go test may set it instead). Never written
+	// out.
+	Secret string `yaml:"-" json:"-"`
+	// SignatureHeader carries "t=<unix>,v1=<hex HMAC-SHA256 of
+	// "<t>.<body>">" (default Webhook-Signature).
+	SignatureHeader string `yaml:"signature_header" json:"signature_header,omitempty"`
+	// Body is an event's JSON, with {{event}}, {{type}} (payment.<state>),
+	// {{state}}, {{payment}}, {{amount}} and {{created}} (Unix seconds)
+	// filled in; the default is Stripe-like (the reference's own shape
+	// against the reference).
+	Body string `yaml:"body" json:"body,omitempty"`
+	// Payments is how many payments the provider makes events for
+	// (default 4; against the reference, the orders so far).
+	Payments int `yaml:"payments" json:"payments,omitempty"`
+	// Events are each payment's events in the order they happen, which is
+	// forward-only's order of states (default [created, paid, refunded];
+	// against the reference [paid, fulfilled], after its pending).
+	Events []string `yaml:"events" json:"events,omitempty"`
+	// The fractions of events (Duplicates, Late, After500, Timeouts) and
+	// of payments (OutOfOrder) the seed picks for each treatment; Forged
+	// is a count. A nil rate takes its default (0.3, 0.3, 0.5, 0.25,
+	// 0.25; forged 1); 0 turns the treatment off.
+	Duplicates *float64 `yaml:"duplicates" json:"duplicates,omitempty"`
+	Late       *float64 `yaml:"late" json:"late,omitempty"`
+	OutOfOrder *float64 `yaml:"out_of_order" json:"out_of_order,omitempty"`
+	After500   *float64 `yaml:"after_500" json:"after_500,omitempty"`
+	Timeouts   *float64 `yaml:"timeouts" json:"timeouts,omitempty"`
+	Forged     *int     `yaml:"forged" json:"forged,omitempty"`
+	// Attempts bounds an event's deliveries (default 8) and Within the
+	// time its retries may take (default 10s); Backoff is the first
+	// retry's wait ceiling, doubling up to MaxBackoff (defaults 50ms, 1s,
+	// full jitter); Spread is when the payments' first events start
+	// (default 300ms) and LateBy how long after an event's first
+	// delivery its late copy comes (default 300ms).
+	Attempts   int           `yaml:"attempts" json:"attempts,omitempty"`
+	Within     time.Duration `yaml:"within" json:"within,omitempty"`
+	Backoff    time.Duration `yaml:"backoff" json:"backoff,omitempty"`
+	MaxBackoff time.Duration `yaml:"max_backoff" json:"max_backoff,omitempty"`
+	Spread     time.Duration `yaml:"spread" json:"spread,omitempty"`
+	LateBy     time.Duration `yaml:"late_by" json:"late_by,omitempty"`
+	_          struct{}
+}
+
+// DefaultWebhookSecretEnv is the variable a webhook's signing secret is
+// read from when its secret_env names none.
+const DefaultWebhookSecretEnv = "WEBHOOK_SECRET"
 
 // Client is the caller under test of a client scenario: a command run once
 // per intent, each invocation with its own address on the fault proxy, so

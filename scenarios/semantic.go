@@ -164,6 +164,11 @@ func (t *tree) checkConsumer() {
 	if t.has("/messages/target") && !t.has("/messages/fault") {
 		t.errorf(t.keyPos("/messages/target"), "messages.target: aims messages.fault, which is not set")
 	}
+	if f, _ := t.str("/messages/fault"); f == MessageFaultBrokerRestart {
+		if k, _ := t.str("/broker/kind"); k == "rabbitmq" {
+			t.errorf(t.posOf("/messages/fault"), "messages.fault: broker-restart restarts the broker in place, which nats and redis do; a rabbitmq node takes seconds to stop and start and is not restarted")
+		}
+	}
 }
 
 // httpURL is the schema's pattern for target.url; the schema reports the rest.
@@ -274,11 +279,11 @@ var oracleFields = map[string][]string{
 	"reference": nil,
 	"none":      nil,
 	"sql":       {"dsn", "query"},
-	"http":      {"url", "items", "tenant", "key", "id", "headers", "next", "cursor"},
+	"http":      {"url", "items", "tenant", "key", "id", "headers", "next", "cursor", "state", "written_at", "resource"},
 }
 
 // oracleOptional are the fields of oracleFields an oracle may leave out.
-var oracleOptional = []string{"headers", "next", "cursor"}
+var oracleOptional = []string{"headers", "next", "cursor", "state", "written_at", "resource"}
 
 func (t *tree) checkEffects() {
 	oracle, set := t.str("/effects/oracle")
@@ -323,9 +328,13 @@ func (t *tree) checkEffects() {
 			t.errorf(t.posOf("/effects/dsn"), "effects.dsn: %v", err)
 		}
 	}
-	for _, f := range []string{"dsn", "query", "url", "items", "tenant", "key", "id", "headers", "next", "cursor"} {
+	for _, f := range []string{"dsn", "query", "url", "items", "tenant", "key", "id", "headers", "next", "cursor", "state", "written_at", "resource"} {
 		if t.has("/effects/"+f) && !slices.Contains(need, f) {
-			t.errorf(t.keyPos("/effects/"+f), "effects.%s: not used by oracle %s", f, oracle)
+			why := ""
+			if oracle == "sql" && slices.Contains([]string{"state", "written_at", "resource"}, f) {
+				why = " (the sql oracle reads them as the query's columns of that name)"
+			}
+			t.errorf(t.keyPos("/effects/"+f), "effects.%s: not used by oracle %s%s", f, oracle, why)
 		}
 	}
 }
@@ -421,6 +430,9 @@ func (t *tree) invariantNames() []string {
 	names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(checkers.Known(), n) })
 	slices.Sort(names)
 	names = slices.Compact(names)
+	if len(names) == 0 && t.hasWebhook() {
+		return slices.Clone(WebhookInvariants)
+	}
 	if len(names) == 0 && t.has("/client") {
 		names = checkers.SuiteNames(checkers.SuiteClient)
 	}
@@ -445,6 +457,13 @@ func (t *tree) checkInvariants() {
 			if t.has(ip+"/headers") && name != "replay-identical" {
 				t.errorf(t.keyPos(ip+"/headers"), "%s.headers: only replay-identical takes headers", t.where(ip))
 			}
+			if t.has(ip+"/states") && name != "forward-only" {
+				t.errorf(t.keyPos(ip+"/states"), "%s.states: only forward-only takes states", t.where(ip))
+			}
+			t.checkStates(ip + "/states")
+		}
+		if name == "forward-only" && !t.has(ip+"/states") && !t.hasWebhook() {
+			t.errorf(t.posOf(ip), "%s: forward-only needs the declared order of the states: {name: forward-only, states: [created, paid, refunded]}", t.where(ip))
 		}
 		if name == "" {
 			continue
@@ -455,6 +474,79 @@ func (t *tree) checkInvariants() {
 		}
 		seen[name] = true
 	}
+}
+
+// checkStates checks forward-only's declared order: at least two, each
+// once.
+func (t *tree) checkStates(sp string) {
+	list, ok := t.get(sp)
+	if !ok {
+		return
+	}
+	items, _ := list.([]any)
+	if len(items) < 2 {
+		t.errorf(t.posOf(sp), "%s: declare at least two states, first to last", t.where(sp))
+		return
+	}
+	seen := map[string]bool{}
+	for i, it := range items {
+		s, _ := it.(string)
+		// The schema refuses an empty name.
+		if s != "" && seen[s] {
+			t.errorf(t.posOf(ptr(sp, strconv.Itoa(i))), "%s: %q is declared twice", t.where(ptr(sp, strconv.Itoa(i))), s)
+		}
+		seen[s] = true
+	}
+}
+
+// checkWebhook checks a step's webhook: one kind of traffic per step, an
+// endpoint for a user's target, each event once.
+func (t *tree) checkWebhook(sp string) {
+	wp := sp + "/webhook"
+	if !t.has(wp) {
+		return
+	}
+	for _, k := range []string{"callbacks", "resend", "traffic"} {
+		if t.has(sp + "/" + k) {
+			t.errorf(t.keyPos(sp+"/"+k), "%s.%s: a webhook step sends the provider's events, nothing else", t.where(sp), k)
+		}
+	}
+	if !t.has("/target/reference") && !t.has(wp+"/path") {
+		t.errorf(t.keyPos(wp), "%s: name the endpoint the provider posts to (webhook.path): only the reference's is known", t.where(wp))
+	}
+	if t.has("/broker") || t.has("/consumer") {
+		t.errorf(t.keyPos(wp), "%s: a consumer scenario's messages come from its broker, not from a provider", t.where(wp))
+	}
+	list, _ := t.get(wp + "/events")
+	items, _ := list.([]any)
+	seen := map[string]bool{}
+	for i, it := range items {
+		if s, _ := it.(string); s != "" && seen[s] {
+			t.errorf(t.posOf(ptr(wp+"/events", strconv.Itoa(i))), "%s: %q is listed twice: a payment's events are its states, in order", t.where(ptr(wp+"/events", strconv.Itoa(i))), s)
+		} else {
+			seen[s] = true
+		}
+	}
+	if body, ok := t.str(wp + "/body"); ok {
+		for _, m := range placeholderRE.FindAllStringSubmatch(body, -1) {
+			if !slices.Contains(WebhookPlaceholders, m[1]) {
+				t.errorf(t.posOf(wp+"/body"), "%s: unknown placeholder {{%s}} (known: %s)%s", t.where(wp+"/body"), m[1], strings.Join(WebhookPlaceholders, ", "), suggest.DidYouMean(m[1], WebhookPlaceholders))
+			}
+		}
+	}
+}
+
+// hasWebhook says a step plays a payment provider: its events declare
+// forward-only's states when the invariant does not.
+func (t *tree) hasWebhook() bool {
+	list, _ := t.get("/steps")
+	items, _ := list.([]any)
+	for i := range items {
+		if t.has(ptr("/steps", strconv.Itoa(i), "webhook")) {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *tree) checkSteps() {
@@ -475,6 +567,7 @@ func (t *tree) checkSteps() {
 		if t.has(sp+"/intents") && !t.has("/client") {
 			t.errorf(t.keyPos(sp+"/intents"), "%s.intents: only in a client scenario (elsewhere traffic.intents)", t.where(sp))
 		}
+		t.checkWebhook(sp)
 		if resend, _ := t.get(sp + "/resend"); resend == true && i == 0 {
 			t.errorf(t.keyPos(sp+"/resend"), "%s.resend: the first step has no earlier step to resend", t.where(sp))
 		}

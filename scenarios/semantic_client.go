@@ -65,7 +65,7 @@ func (t *tree) checkClient() {
 	steps, _ := list.([]any)
 	for i := range steps {
 		sp := ptr("/steps", strconv.Itoa(i))
-		for _, k := range []string{"traffic", "resend", "callbacks"} {
+		for _, k := range []string{"traffic", "resend", "callbacks", "webhook"} {
 			if t.has(sp + "/" + k) {
 				t.errorf(t.keyPos(sp+"/"+k), "%s.%s: not in a client scenario: its client sends the traffic", t.where(sp), k)
 			}

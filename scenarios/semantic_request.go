@@ -80,7 +80,7 @@ func (t *tree) checkPlaceholders(p string) {
 }
 
 // jsonPathFields are the effects fields that hold JSONPath expressions.
-var jsonPathFields = []string{"items", "tenant", "key", "id", "next", "response_id"}
+var jsonPathFields = []string{"items", "tenant", "key", "id", "next", "response_id", "state", "written_at", "resource"}
 
 // oraclePlaceholders are what the http oracle renders per tenant.
 var oraclePlaceholders = []string{"tenant", "token"}

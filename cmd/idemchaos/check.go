@@ -67,7 +67,7 @@ the history records an environment error.`,
 	fl.BoolVar(&f.together, "together", false, "judge the files as ONE system: histories of several drivers against one service at once (effects read once; times compared only within a file, see docs/past-one-machine.md)")
 	fl.StringVar(&f.effects, "effects", "", "read the effects with this scenario's oracle (sql or http) and add them (for a recording)")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "with --effects: allow an oracle (effects.dsn, effects.url) that is not on a loopback address")
-	fl.IntVar(&f.partitions, "partitions", 0, "split the history by key into N partitions on disk and check them in parallel, in bounded memory (0: automatic, on for files over 512 MiB; 1: in memory)")
+	fl.IntVar(&f.partitions, "partitions", 0, "split the history by key (a client run's by intent) into N partitions on disk and check them in parallel, in bounded memory (0: automatic, on for files over 512 MiB; 1: in memory)")
 	fl.StringVar(&f.partition, "partition", "", "check only partition I/N of the keys (one machine's share of a huge history)")
 	return cmd
 }
@@ -104,11 +104,6 @@ func (m *Main) runCheck(cmd *cobra.Command, f checkFlags, files []string) error 
 		}
 		if n, only, err := f.partitioned(name); err != nil {
 			return usageError(err)
-		} else if n > 0 && clientRun(name) {
-			if f.partitions > 1 || f.partition != "" {
-				return usageError(fmt.Errorf("%s: a client run's history is checked in memory: --partitions and --partition split by key, and a client history must be split by intent, which they do not do yet", name))
-			}
-			// An automatic split: the client history is checked in memory.
 		} else if n > 0 {
 			if f.effects != "" {
 				return usageError(fmt.Errorf("--effects reads the effects into memory: it does not combine with a partitioned check"))
@@ -218,13 +213,6 @@ func metaContract(name string, flags contractFlags) (checkers.Contract, []string
 		names = checkers.DefaultNames(meta.Mode)
 	}
 	return c, names, meta.Mode, nil
-}
-
-// clientRun says the history's meta event is a client run's (an unreadable
-// file is not: its load reports why).
-func clientRun(name string) bool {
-	_, _, mode, err := metaContract(name, contractFlags{})
-	return err == nil && mode == history.ModeClient
 }
 
 // loadFile loads one history; a malformed one is "file:line: what was wrong".

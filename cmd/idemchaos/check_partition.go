@@ -110,7 +110,7 @@ func checkPartitioned(ctx context.Context, name string, contract checkers.Contra
 // runOf is the report of a history checked partition by partition.
 func runOf(name string, sum *partcheck.Summary, j checkers.Judgement) report.Run {
 	h := &history.History{Meta: sum.Meta, Events: sum.Events, Truncated: sum.Truncated, Interrupted: sum.Interrupted}
-	return report.FromJudgement(name, h, j)
+	return report.FromPartitioned(name, h, j, sum.KeySequences)
 }
 
 // shareReport is the JSON report of check --partition I/N: check's report

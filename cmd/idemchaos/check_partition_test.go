@@ -24,6 +24,14 @@ func TestCheck_PartitionedSameReport(t *testing.T) {
 		// A consumer's history: its broker acks go with their keys.
 		"../../testdata/histories/no-lost-message/ack-before-effect-bad.jsonl",
 		"../../testdata/histories/no-lost-message/redelivered-applied-once-ok.jsonl",
+		// Client runs' histories, cut by intent: what spans intents
+		// (lockstep, the global budget, a key two intents share) is
+		// judged at the merge; a re-keyed intent's keys are in the report.
+		"../../testdata/histories/key-stable/client-new-key-per-retry-bad.jsonl",
+		"../../testdata/histories/backoff/client-outage-lockstep-bad.jsonl",
+		"../../testdata/histories/bounded/client-over-global-budget-bad.jsonl",
+		"../../testdata/histories/key-per-intent/client-key-from-body-bad.jsonl",
+		"../../testdata/histories/backoff/client-recorded-ordersdk-outage-ok.jsonl",
 	} {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			t.Parallel()
@@ -99,12 +107,14 @@ func TestMerge_PartitionsSameAsCheck(t *testing.T) {
 		"../../testdata/histories/exactly-once/no-effects-recorded-unknown.jsonl",
 		"../../testdata/histories/tenant-isolation/binary-body-leak-bad.jsonl",
 		"../../testdata/histories/exactly-once/body-hash-swallows-second-intent-bad.jsonl",
+		"../../testdata/histories/key-stable/client-new-key-per-retry-bad.jsonl",
+		"../../testdata/histories/backoff/client-recorded-retryablehttp-outage-bad.jsonl",
 	}
 	gen := filepath.Join(t.TempDir(), "generated.jsonl")
 	if err := os.WriteFile(gen, histgen.Generate(histgen.Config{Events: 4000, DupRate: 0.3, IndetRate: 0.2, Seed: 5}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, group := range [][]string{{files[0]}, {files[1]}, {files[2]}, {files[3]}, {files[4]}, {gen}, files} {
+	for _, group := range [][]string{{files[0]}, {files[1]}, {files[2]}, {files[3]}, {files[4]}, {files[5]}, {files[6]}, {gen}, files} {
 		t.Run(filepath.Base(group[0])+fmt.Sprint(len(group)), func(t *testing.T) {
 			t.Parallel()
 			wantCode, want, _ := runMain(t, append([]string{"check", "--json"}, group...)...)

@@ -123,8 +123,8 @@ func TestCheck_Contract(t *testing.T) {
 }
 
 // A client run's history is judged offline like any other, by the client
-// invariants its meta's mode names; its partitions would split it by key,
-// so an explicit partitioned check is refused rather than misjudged.
+// invariants its meta's mode names, in memory or cut by intent into
+// partitions (check_partition_test.go compares the two).
 func TestCheck_ClientHistory(t *testing.T) {
 	t.Parallel()
 	const dir = "../../testdata/histories/"
@@ -133,6 +133,6 @@ func TestCheck_ClientHistory(t *testing.T) {
 		"client violation":   {[]string{"check", dir + "key-stable/client-new-key-per-retry-bad.jsonl"}, 1, "generated inside the retry loop", ""},
 		"client injected":    {[]string{"check", dir + "no-retry-permanent/client-422-not-retried-ok.jsonl"}, 0, "PASS", ""},
 		"client one":         {[]string{"check", "--invariant", "backoff", dir + "key-stable/client-new-key-per-retry-bad.jsonl"}, 0, "backoff", ""},
-		"client partitioned": {[]string{"check", "--partitions", "2", dir + "key-stable/client-lost-answer-same-key-ok.jsonl"}, 3, "", "checked in memory"},
+		"client partitioned": {[]string{"check", "--partitions", "2", dir + "key-stable/client-new-key-per-retry-bad.jsonl"}, 1, "keys of intent", ""},
 	})
 }

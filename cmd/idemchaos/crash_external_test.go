@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -141,4 +142,107 @@ hooks:
 func readFile(dir, name string) string {
 	b, _ := os.ReadFile(filepath.Join(dir, name))
 	return string(b)
+}
+
+// attemptOf finds op's attempt (nil for none).
+func attemptOf(h *history.History, op int64) *history.Attempt {
+	for i := range h.Attempts {
+		if op != 0 && h.Attempts[i].Op == op {
+			return &h.Attempts[i]
+		}
+	}
+	return nil
+}
+
+// inFlightAt counts the attempts invoked before ns and completed after it
+// (or never).
+func inFlightAt(h *history.History, ns int64) int {
+	n := 0
+	for _, a := range h.Attempts {
+		if a.Invoke < ns && (a.Complete == 0 || a.Complete > ns) {
+			n++
+		}
+	}
+	return n
+}
+
+// A crash aimed at attempts on an external target (what init --openapi
+// writes): at every seed the kill hook kills the real process while the
+// attempt it was aimed at is in flight (its answer held back, or cut by the
+// death), once per crash, each followed by its restart, and the
+// acknowledged writes survive. A timed crash names no attempt.
+func TestRun_ExternalCrashAimedAtAttemptsFiresWithRequestsInFlight(t *testing.T) {
+	url, dsn, kill, restart, dir := ordersvcProcess(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv(historiesEnv, filepath.Join(os.TempDir(), "idemchaos-histories"))
+	scenario := writeFile(t, dir, "crash.yaml", fmt.Sprintf(`name: ordersvc-aimed-crash
+target: {url: %q}
+endpoint:
+  path: /orders
+  body: '{"sku":"{{sku}}","qty":{{qty}},"amount":{{amount}}}'
+traffic:
+  intents: 8
+  concurrency: 4
+  spread: 300ms
+  timeout: 3s
+  retry: {max_attempts: 14, base: 50ms, max: 200ms, max_retry_after: 200ms}
+faults:
+  - {kind: crash, params: {point: after-claim}, when: {nth: 4}}
+invariants: [exactly-once, durable-ack]
+effects:
+  oracle: sql
+  dsn: %q
+  query: SELECT tenant, idem_key, 'order ' || id FROM orders
+hooks:
+  kill: %q
+  restart: %q
+`, url, dsn, kill, restart))
+	kills := 0
+	for _, seed := range []string{"1", "2", "3"} {
+		hist := filepath.Join(dir, "history-"+seed+".jsonl")
+		code, stdout, stderr := runMain(t, "run", "-s", scenario, "--seed", seed, "--history", hist)
+		if code != ExitClean {
+			t.Fatalf("seed %s: exit %d, want 0\nstdout:\n%s\nstderr:\n%s\nservice log:\n%s", seed, code, stdout, stderr, readFile(dir, "ordersvc.log"))
+		}
+		f, err := os.Open(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := history.Load(f, history.LoadOptions{})
+		_ = f.Close()
+		if err != nil {
+			t.Fatalf("seed %s: history: %v", seed, err)
+		}
+		fired, healed := 0, 0
+		for _, ft := range h.Faults {
+			switch {
+			case ft.Kind == "crash" && ft.Action == "fire":
+				fired++
+				var d struct {
+					AimedAt int64 `json:"aimed_at"`
+				}
+				_ = json.Unmarshal(ft.Detail, &d)
+				a := attemptOf(h, d.AimedAt)
+				switch {
+				case a == nil:
+					t.Errorf("seed %s: the crash at %d ns names no attempt it was aimed at (%s)", seed, ft.NS, ft.Detail)
+				case a.Invoke >= ft.NS || (a.Complete != 0 && a.Complete <= ft.NS && a.Outcome != history.Info):
+					// An attempt cut by the death (info) may be seen
+					// ended a moment before the hook returns.
+					t.Errorf("seed %s: the crash at %d ns came outside its attempt op %d (%s, %d–%d ns)", seed, ft.NS, a.Op, a.Outcome, a.Invoke, a.Complete)
+				default:
+					t.Logf("seed %s: crash aimed at op %d, with %d requests in flight", seed, a.Op, inFlightAt(h, ft.NS))
+				}
+			case ft.Kind == "crash" && ft.Action == "heal":
+				healed++
+			}
+		}
+		kills += fired
+		if fired == 0 || healed != fired {
+			t.Errorf("seed %s: %d crashes, %d restarts; want at least one, each restarted", seed, fired, healed)
+		}
+		if k, s := lines(filepath.Join(dir, "kills")), lines(filepath.Join(dir, "starts")); k != kills || s != kills {
+			t.Errorf("seed %s: kill hook ran %d times, restart hook %d; want %d each", seed, k, s, kills)
+		}
+	}
 }

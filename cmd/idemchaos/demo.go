@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/harness/catchmatrix"
 	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/report"
 	"github.com/idemchaos/idemchaos/scenarios"
@@ -83,8 +84,8 @@ Postgres dies, the disk fills).`,
 			done := 0
 			prog.start(fmt.Sprintf("demo: %d scenarios × the reference and %d mutants", len(suite), total-len(suite)), "")
 			finished := map[*harness.Outcome]bool{} // runs that ran to their end
-			matrix, err := r.CatchMatrix(ctx, suite, harness.MatrixOptions{Seed: seed, Mutants: mutants,
-				AfterRun: func(row *harness.MatrixRow, o *harness.Outcome) {
+			matrix, err := catchmatrix.Run(ctx, r, suite, catchmatrix.Options{Seed: seed, Mutants: mutants,
+				AfterRun: func(row *catchmatrix.Row, o *harness.Outcome) {
 					if o == nil {
 						return
 					}
@@ -153,11 +154,11 @@ Postgres dies, the disk fills).`,
 
 // lastRun is the matrix's last run: the one an interrupt cut short, unless
 // the interrupt came between runs.
-func lastRun(m *harness.Matrix) *harness.Outcome {
+func lastRun(m *catchmatrix.Matrix) *harness.Outcome {
 	if m == nil {
 		return nil
 	}
-	rows := append([]harness.MatrixRow{m.Reference}, m.Mutants...)
+	rows := append([]catchmatrix.Row{m.Reference}, m.Mutants...)
 	for i := len(rows) - 1; i >= 0; i-- {
 		if n := len(rows[i].Runs); n > 0 {
 			return rows[i].Runs[n-1]
@@ -175,7 +176,7 @@ func lastRun(m *harness.Matrix) *harness.Outcome {
 // runs, not met. The runs of a caught mutant that did not catch it are left
 // out: the suite moves on to the next scenario by design. The histories of
 // the met runs move to the pruned directory (see settlePassed).
-func demoRuns(m *harness.Matrix) ([]report.Run, []*harness.Outcome) {
+func demoRuns(m *catchmatrix.Matrix) ([]report.Run, []*harness.Outcome) {
 	type pick struct {
 		o      *harness.Outcome
 		expect string

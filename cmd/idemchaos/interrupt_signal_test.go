@@ -26,6 +26,7 @@ type cli struct {
 	done           chan struct{}
 	histories      string
 	seen           map[int]string // descendants observed while it ran: pid → name
+	born           map[int]string // their start times (/proc/PID/stat field 22): a reused pid is another process
 }
 
 type lockedBuffer struct {
@@ -63,7 +64,7 @@ func startCLI(t *testing.T, args ...string) *cli {
 func startBin(t *testing.T, bin string, args ...string) *cli {
 	t.Helper()
 	tmp := t.TempDir()
-	c := &cli{cmd: exec.Command(bin, args...), done: make(chan struct{}), histories: filepath.Join(tmp, "idemchaos-histories"), seen: map[int]string{}}
+	c := &cli{cmd: exec.Command(bin, args...), done: make(chan struct{}), histories: filepath.Join(tmp, "idemchaos-histories"), seen: map[int]string{}, born: map[int]string{}}
 	c.cmd.Env = append(os.Environ(), "TMPDIR="+tmp, historiesEnv+"="+c.histories)
 	c.cmd.Stdout, c.cmd.Stderr = &c.stdout, &c.stderr
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -124,7 +125,7 @@ func (c *cli) interrupt(t *testing.T) int {
 // record notes every live descendant of the binary.
 func (c *cli) record() {
 	parent := map[int]int{}
-	name := map[int]string{}
+	name, born := map[int]string{}, map[int]string{}
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		pid, err := strconv.Atoi(filepath.Base(p))
@@ -143,33 +144,51 @@ func (c *cli) record() {
 		ppid, _ := strconv.Atoi(fields[1])
 		parent[pid] = ppid
 		name[pid] = string(stat[bytes.IndexByte(stat, '(')+1 : i])
+		if len(fields) > 19 {
+			born[pid] = fields[19]
+		}
 	}
 	for pid := range parent {
 		for p := parent[pid]; p > 1; p = parent[p] {
 			if p == c.cmd.Process.Pid {
 				c.seen[pid] = name[pid]
+				c.born[pid] = born[pid]
 				break
 			}
 		}
 	}
 }
 
-// assertNoneLeft fails if a descendant seen while the binary ran is alive.
+// assertNoneLeft fails if a descendant seen while the binary ran is still
+// alive a few seconds after it exited. The harness signals its children and
+// waits for the ones it started, but a postmaster's own backends exit on
+// their own clock once it is gone; on a loaded machine that is not at once.
+// A pid now held by another process (same name, other start time: the
+// machine runs other Postgres clusters) is not one of them.
 func (c *cli) assertNoneLeft(t *testing.T) {
 	t.Helper()
-	var alive []string
-	for pid, n := range c.seen {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			continue // gone
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var alive []string
+		for pid, n := range c.seen {
+			stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+			if err != nil {
+				continue // gone
+			}
+			i := bytes.LastIndexByte(stat, ')')
+			f := strings.Fields(string(stat[i+1:]))
+			same := len(f) > 19 && f[19] == c.born[pid] && string(stat[bytes.IndexByte(stat, '(')+1:i]) == n
+			if same && f[0] != "Z" {
+				alive = append(alive, n+" "+strconv.Itoa(pid))
+			}
 		}
-		i := bytes.LastIndexByte(stat, ')')
-		if f := strings.Fields(string(stat[i+1:])); len(f) > 0 && f[0] != "Z" && string(stat[bytes.IndexByte(stat, '(')+1:i]) == n {
-			alive = append(alive, n+" "+strconv.Itoa(pid))
+		if len(alive) == 0 {
+			return
 		}
-	}
-	if len(alive) > 0 {
-		t.Fatalf("processes left behind: %v", alive)
+		if time.Now().After(deadline) {
+			t.Fatalf("processes left behind, 5s after the binary exited: %v", alive)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

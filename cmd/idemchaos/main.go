@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/bench"
 	"github.com/idemchaos/idemchaos/harness"
 	// The docker environment (--env docker) registers itself; only the
 	// command links the Docker SDK, never a user's test of the harness.
@@ -18,6 +19,7 @@ func main() {
 	// A copy of this binary started by the harness serves as the reference
 	// service or its consumer.
 	harness.MaybeChild()
+	bench.MaybeConsumer() // bench's consumers section: its consumer
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	m := NewMain()

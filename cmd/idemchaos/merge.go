@@ -15,6 +15,7 @@ import (
 	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/shard"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/report"
+	"github.com/idemchaos/idemchaos/report/htmlpage"
 )
 
 type mergeFlags struct {
@@ -114,7 +115,7 @@ func (m *Main) runMerge(cmd *cobra.Command, f mergeFlags, files []string) error 
 			page = withHistoriesIn(rep, f.histories)
 			hs = mergedHistories(page)
 		}
-		if err := writeOutput(f.html, func(w io.Writer) error { return report.WriteHTML(w, page, report.Timelines(page, hs)) }); err != nil {
+		if err := writeOutput(f.html, func(w io.Writer) error { return htmlpage.Write(w, page, htmlpage.Timelines(page, hs)) }); err != nil {
 			return usageError(fmt.Errorf("--report %s: %w", f.html, err))
 		}
 	}
@@ -176,7 +177,7 @@ func withHistoriesIn(rep report.Report, dir string) report.Report {
 }
 
 // mergedHistories loads the histories the HTML report's timelines are drawn
-// from: one run per failure signature (report.TimelineRuns), not every
+// from: one run per failure signature (htmlpage.TimelineRuns), not every
 // violating run; a sweep of 200 seeds against one bug loads one. They are
 // loaded in parallel, one per core. One that cannot be read leaves its
 // signature to the next run that has it: the verdict does not depend on
@@ -186,8 +187,8 @@ func mergedHistories(rep report.Report) map[string]*history.History {
 	lost := map[int]bool{}
 	for {
 		var want []int
-		for _, i := range report.TimelineRuns(rep, lost) {
-			if hs[report.HistoryKey(rep.Runs[i], i)] == nil {
+		for _, i := range htmlpage.TimelineRuns(rep, lost) {
+			if hs[htmlpage.HistoryKey(rep.Runs[i], i)] == nil {
 				want = append(want, i)
 			}
 		}
@@ -215,7 +216,7 @@ func mergedHistories(rep report.Report) map[string]*history.History {
 				lost[i], more = true, true
 				continue
 			}
-			hs[report.HistoryKey(rep.Runs[i], i)] = loaded[k]
+			hs[htmlpage.HistoryKey(rep.Runs[i], i)] = loaded[k]
 		}
 		if !more {
 			return hs

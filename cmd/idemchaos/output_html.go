@@ -6,6 +6,7 @@ import (
 	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/report"
+	"github.com/idemchaos/idemchaos/report/htmlpage"
 )
 
 // writeHTMLReport draws the HTML report; outcomes[i] is the run of rep.Runs[i].
@@ -13,8 +14,8 @@ func writeHTMLReport(w io.Writer, rep report.Report, outcomes []*harness.Outcome
 	hs := map[string]*history.History{}
 	for i, o := range outcomes {
 		if o != nil && o.History != nil && i < len(rep.Runs) {
-			hs[report.HistoryKey(rep.Runs[i], i)] = o.History
+			hs[htmlpage.HistoryKey(rep.Runs[i], i)] = o.History
 		}
 	}
-	return report.WriteHTML(w, rep, report.Timelines(rep, hs))
+	return htmlpage.Write(w, rep, htmlpage.Timelines(rep, hs))
 }

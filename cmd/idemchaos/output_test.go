@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/harness/catchmatrix"
 	"github.com/idemchaos/idemchaos/report"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -128,9 +129,9 @@ func fakeOutcome(t *testing.T, name, mutant string, violated ...string) *harness
 func TestDemoRuns_DemoSemantics(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	t.Setenv(historiesEnv, filepath.Join(os.TempDir(), "idemchaos-histories"))
-	m := &harness.Matrix{
-		Reference: harness.MatrixRow{Clean: true, Runs: []*harness.Outcome{fakeOutcome(t, "a", ""), fakeOutcome(t, "b", "")}},
-		Mutants: []harness.MatrixRow{
+	m := &catchmatrix.Matrix{
+		Reference: catchmatrix.Row{Clean: true, Runs: []*harness.Outcome{fakeOutcome(t, "a", ""), fakeOutcome(t, "b", "")}},
+		Mutants: []catchmatrix.Row{
 			{Mutant: "no-key", Expected: "exactly-once", Caught: true, Runs: []*harness.Outcome{fakeOutcome(t, "a", "no-key"), fakeOutcome(t, "b", "no-key", "exactly-once", "replay-identical")}},
 			{Mutant: "no-lease", Expected: "eventually-decided", Runs: []*harness.Outcome{fakeOutcome(t, "a", "no-lease")}},
 		},

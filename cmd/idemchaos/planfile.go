@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/planfile"
 	"github.com/idemchaos/idemchaos/harness"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -11,7 +12,7 @@ func readPlan(path string, ss []*scenarios.Scenario) (harness.Plan, error) {
 	var p harness.Plan
 	for _, s := range ss {
 		var err error
-		if p, err = harness.ReadPlanFor(path, s, 0); err != nil {
+		if p, err = planfile.Read(path, s, 0); err != nil {
 			return p, err
 		}
 	}

@@ -76,6 +76,7 @@ func newReferenceServeCmd(lookup func(string) (string, bool)) *cobra.Command {
 	f.BoolVar(&cfg.Failpoints, "failpoints", false, "enable the loopback-only /debug/ endpoints (env IDEMCHAOS_FAILPOINTS)")
 	f.StringVar(&tokens, "tokens", "", "bearer tokens as token=tenant,... (default tok-t1=t1,tok-t2=t2,tok-t3=t3) (env IDEMCHAOS_TOKENS)")
 	f.StringVar(&cfg.ProviderToken, "provider-token", reference.DefaultProviderToken, "payment provider's bearer token (env IDEMCHAOS_PROVIDER_TOKEN)")
+	f.StringVar(&cfg.ProviderSecret, "provider-secret", reference.DefaultProviderSecret, "payment provider's signing secret: each callback's Webhook-Signature is an HMAC-SHA256 under it (env IDEMCHAOS_PROVIDER_SECRET)")
 	f.Int64Var(&cfg.InitialBalance, "initial-balance", 1_000_000_000_000, "starting balance of each tenant's account (env IDEMCHAOS_INITIAL_BALANCE)")
 	f.Int32Var(&cfg.MaxConns, "max-conns", 16, "primary connection pool size (env IDEMCHAOS_MAX_CONNS)")
 	return cmd

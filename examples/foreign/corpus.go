@@ -15,7 +15,7 @@ type Case struct {
 	// j check-then-insert on SQLite, k an upsert claim on MariaDB, l a claim
 	// not held across instances (its second order lands late), m a claim
 	// recorded after the write by a service that refuses every repeat, n a
-	// listen backlog of 5 under more connections than that (capacity, not
+	// listen backlog of 1 under many more connections than that (capacity, not
 	// idempotency: the verdict must say so).
 	Class string
 	// Command is the service's program and its first arguments when it is
@@ -42,6 +42,9 @@ type Case struct {
 	Cause string
 	// Flaw says in one line what is wrong with the service.
 	Flaw string
+	// Env is added to the service's environment and set while its
+	// scenario is loaded: what both read, a webhook's signing secret.
+	Env map[string]string
 	// Listing, when set, is the path of the service's own listing of the
 	// orders it made ({"orders":[{"idempotency_key":…}],"charging":N}),
 	// read after each run once N (requests it is handling) is 0: what the
@@ -67,6 +70,13 @@ const dir = "examples/foreign/"
 // orderdesk is the Python service's command line.
 var orderdesk = []string{"python3", dir + "orderdesk/orderdesk.py"}
 
+// payhook is the Python webhook receiver's command line, and the secret
+// it shares with the provider idemchaos plays.
+var (
+	payhook    = []string{"python3", dir + "payhook/payhook.py"}
+	payhookEnv = map[string]string{"WEBHOOK_SECRET": "whsec_payhook_corpus_7c1d"}
+)
+
 // Cases lists the corpus: the correct services first, then one flawed
 // service per class.
 func Cases() []Case {
@@ -83,6 +93,8 @@ func Cases() []Case {
 			Scenario: dir + "orderdesk/scenario.yaml"},
 		{Name: "orderdesk-listing", Team: "orderdesk", Command: orderdesk, Database: SQLite, DSNFlag: "--db",
 			Scenario: dir + "orderdesk/listing.yaml"},
+		{Name: "payhook", Team: "payhook", Command: payhook, Database: SQLite, DSNFlag: "--db", Env: payhookEnv,
+			Scenario: dir + "payhook/scenario.yaml"},
 		{Name: "stockroom", Team: "stockroom", Args: []string{"-svc", "stockroom"}, Database: MariaDB,
 			Scenario: dir + "stockroom/scenario.yaml"},
 		{Name: "fleet", Team: "fleet", Args: []string{"-svc", "fleet"},
@@ -144,6 +156,22 @@ func Cases() []Case {
 			Args:     []string{"-svc", "boxoffice", "-claim-after-write"},
 			Scenario: dir + "boxoffice/scenario.yaml", Expect: "exactly-once", Cause: "not atomic",
 			Flaw: "the key is recorded only after the booking: copies that arrive together are not refused, and each books"},
+		{Name: "payhook-no-signature-check", Team: "payhook", Class: "o", Command: payhook, Database: SQLite, DSNFlag: "--db", Env: payhookEnv,
+			Args:     []string{"--no-signature-check"},
+			Scenario: dir + "payhook/scenario.yaml", Expect: "forged-refused", Cause: "does not verify the provider's signature",
+			Flaw: "the Webhook-Signature header is never checked: a forged event (a wrong secret) refunds a payment"},
+		{Name: "payhook-no-dedupe", Team: "payhook", Class: "p", Command: payhook, Database: SQLite, DSNFlag: "--db", Env: payhookEnv,
+			Args:     []string{"--no-dedupe"},
+			Scenario: dir + "payhook/scenario.yaml", Expect: "exactly-once", Cause: "ignores the key|not atomic",
+			Flaw: "events are not looked up by id: every redelivery (after a 500, a timeout, a duplicate) is recorded and booked again"},
+		{Name: "payhook-blind-apply", Team: "payhook", Class: "q", Command: payhook, Database: SQLite, DSNFlag: "--db", Env: payhookEnv,
+			Args:     []string{"--blind-apply"},
+			Scenario: dir + "payhook/scenario.yaml", Expect: "forward-only", Cause: "older event applied after a newer one",
+			Flaw: "an event's status is written whatever the payment's: a created that arrives after paid moves the payment back"},
+		{Name: "kiosk-small-backlog", Team: "kiosk", Class: "n",
+			Args:     []string{"-svc", "kiosk", "-backlog", "1"},
+			Scenario: dir + "kiosk/scenario.yaml", Expect: "eventually-decided", Cause: "did not accept connections (capacity)",
+			Flaw: "a listen backlog of 1 in front of 4 workers, under 36 kiosks at once: the kernel drops the connections beyond it, which reach the harness's proxy but never the service, some for longer than a kiosk waits (2s)"},
 	}
 }
 

@@ -70,6 +70,12 @@ func Start(ctx context.Context, bin, root string, c Case, dsn string) (*Service,
 	}
 	cmd := exec.Command(prog, args...)
 	cmd.Dir = root
+	if len(c.Env) > 0 {
+		cmd.Env = os.Environ()
+		for k, v := range c.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

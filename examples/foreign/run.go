@@ -167,7 +167,11 @@ var envMu sync.Mutex
 func (e Env) LoadScenario(c Case, url, dsn string) (*scenarios.Scenario, error) {
 	envMu.Lock()
 	defer envMu.Unlock()
-	for k, v := range map[string]string{"FOREIGN_URL": url, "FOREIGN_DSN": dsn} {
+	vars := map[string]string{"FOREIGN_URL": url, "FOREIGN_DSN": dsn}
+	for k, v := range c.Env {
+		vars[k] = v
+	}
+	for k, v := range vars {
 		old, had := os.LookupEnv(k)
 		_ = os.Setenv(k, v)
 		defer func() {

@@ -10,8 +10,10 @@
 // messages with [Broker.Publish] and reads what the broker itself saw
 // acknowledged with [Broker.Acks].
 //
-// Exported API: [Broker], [Starter], [Options], [Message], [Published],
-// [Ack], [Register], [Lookup], [Kinds], the header names.
+// Exported API: [Broker], [DedupeNamer], [Starter], [Options], [Message], [Published],
+// [Ack], [Register], [Lookup], [Kinds], the header names; the optional
+// [DeliveryCounter] and [Restarter] (redeliver.go); [Deliver] and its
+// faults (deliver.go).
 package broker
 
 import (
@@ -92,8 +94,9 @@ type Ack struct {
 	// Delivered is the broker's count of deliveries of that message when
 	// it was acknowledged: 1 the first time, more after redeliveries.
 	Delivered uint64
-	// Kind is "ack", or "term" (the consumer told the broker never to
-	// deliver it again: as final as an ack for a lost message).
+	// Kind is "ack", "term" (the consumer told the broker never to
+	// deliver it again: as final as an ack for a lost message) or "nak"
+	// (deliver it again: it settles nothing). See [AckKindAck].
 	Kind string
 	// At is when the harness saw it.
 	At time.Time
@@ -110,8 +113,8 @@ type Broker interface {
 	Env() map[string]string
 	// Publish publishes one message and waits for the broker's answer.
 	Publish(ctx context.Context, m Message) (Published, error)
-	// Acks lists every acknowledgement the broker received so far, in
-	// the order received.
+	// Acks lists every acknowledgement (and nak) the broker received so
+	// far, in the order received.
 	Acks(ctx context.Context) ([]Ack, error)
 	// OnAck sets the hook every ack on the consumers' link to the broker
 	// meets before the broker does (nil: none): it may block, holding that
@@ -122,6 +125,11 @@ type Broker interface {
 	// caller to remove.
 	Close(ctx context.Context) error
 }
+
+// A DedupeNamer names the field a broker's dedupe id travels in (AMQP's
+// message_id), for the history's record of each publish; the record of a
+// broker without the method says Nats-Msg-Id, JetStream's header.
+type DedupeNamer interface{ DedupeName() string }
 
 // Starter starts a broker of one kind.
 type Starter func(ctx context.Context, opts Options) (Broker, error)

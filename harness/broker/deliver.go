@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -39,7 +41,25 @@ const (
 	// producer that makes one per attempt): the broker stores it twice,
 	// and only the consumer's own dedupe by business id can save it.
 	FaultPublishTwiceNewID = "publish-twice-new-id"
+	// FaultPoisonMessage publishes the target message with a body no
+	// consumer can apply: valid JSON of the plan's shape, its amount
+	// [PoisonAmount], larger than a 32-bit integer (an int column, an
+	// int32 field). Its fault event names the publish by op: it is
+	// expected to have no effect, and to be set aside (terminated,
+	// dead-lettered) within the bound, not redelivered for ever nor
+	// block the messages behind it (bounded-redelivery).
+	FaultPoisonMessage = "poison-message"
+	// FaultBrokerRestart restarts the broker process ([Restarter]) as soon
+	// as the broker has seen the target message's ack: its store survives,
+	// the consumers' connections die and reconnect, and the acks in
+	// flight while it is down are lost with them (those messages are
+	// delivered again). Nothing the broker acknowledged is lost.
+	FaultBrokerRestart = "broker-restart"
 )
+
+// PoisonAmount is the amount of the poison-message fault's body: valid
+// JSON, larger than int32 (2,147,483,647).
+const PoisonAmount int64 = 9_999_999_999
 
 // Consumer is the user's consumer: a command the harness starts, once per
 // instance, with the broker's [Broker.Env] in its environment.
@@ -72,6 +92,12 @@ type Config struct {
 	// Drain bounds the wait for every stored message to be acknowledged
 	// (0 = 30s).
 	Drain time.Duration
+	// Invariants and Contract go into the meta event: the checks the run
+	// is judged by (nil: exactly-once and no-lost-message, and
+	// bounded-redelivery under the poison-message fault) and the
+	// contract (its max_deliveries).
+	Invariants []string
+	Contract   *history.Contract
 }
 
 // Stats is what a consumer run did, as the broker reported it.
@@ -87,8 +113,21 @@ type Stats struct {
 	// between).
 	Killed    int
 	KillAfter time.Duration
-	// Drained says every stored message was acknowledged in time.
+	// Drained says every stored message was acknowledged in time (under
+	// poison-message: every other one, and the poison set aside or given
+	// up on by the broker).
 	Drained bool
+	// Naks counts the consumers' negative acknowledgements.
+	Naks int
+	// PoisonDeliveries is the broker's count of the poison message's
+	// deliveries at the run's end (poison-message, with a broker that
+	// counts them).
+	PoisonDeliveries uint64
+	// Restarts and RestartTook are the broker restarts (broker-restart)
+	// and how long the last one took, from the old process's stop to the
+	// new one's readiness.
+	Restarts    int
+	RestartTook time.Duration
 }
 
 // Messages is the plan of n messages for seed: intent ids, business keys
@@ -105,6 +144,12 @@ func Messages(seed int64, n int) []Message {
 	return out
 }
 
+// poisonBody is m's body as the poison-message fault publishes it.
+func poisonBody(m Message) []byte {
+	b, _ := json.Marshal(map[string]any{"order": m.Key, "amount": PoisonAmount})
+	return b
+}
+
 // run is one Deliver's state.
 type run struct {
 	cfg   Config
@@ -116,6 +161,11 @@ type run struct {
 	// a kill that comes later starts nothing (no process outlives a run).
 	done  bool
 	bySeq map[uint64]Message
+	// restartErr is the broker-restart fault's failure, if it failed;
+	// restarting is the restart under way, waited for before the run
+	// stops its consumers and reads the broker.
+	restartErr error
+	restarting sync.WaitGroup
 }
 
 func (r *run) ns() int64 { return time.Since(r.start).Nanoseconds() }
@@ -146,17 +196,31 @@ func Deliver(ctx context.Context, cfg Config) (st Stats, err error) {
 	if cfg.Target < 0 || (cfg.Fault != "" && cfg.Target >= len(cfg.Messages)) {
 		return st, fmt.Errorf("broker: target message %d of %d", cfg.Target, len(cfg.Messages))
 	}
+	if _, ok := cfg.Broker.(Restarter); cfg.Fault == FaultBrokerRestart && !ok {
+		return st, fmt.Errorf("broker: %s cannot be restarted in place (no Restart): no %s fault on it", cfg.Broker.Kind(), FaultBrokerRestart)
+	}
 	r := &run{cfg: cfg, start: time.Now(), rec: cfg.Recorder, bySeq: map[uint64]Message{}}
+	// A restart under way when the run fails ends before Deliver returns
+	// (and its caller closes the broker).
+	defer r.restarting.Wait()
+	invariants := cfg.Invariants
+	if invariants == nil {
+		invariants = DefaultInvariants(cfg.Fault)
+	}
 	if err := r.write(&history.Event{Type: history.TypeMeta, V: history.Version, Scenario: cfg.Scenario, Seed: cfg.Seed,
 		Started: r.start.UTC().Format(time.RFC3339), EffectsRecorded: true,
-		Invariants: []string{"exactly-once", "no-lost-message"}}); err != nil {
+		Invariants: invariants, Contract: cfg.Contract}); err != nil {
 		return st, err
 	}
 	if err := r.publish(ctx, &st); err != nil {
 		return st, err
 	}
-	if cfg.Fault == FaultKillBeforeAck || cfg.Fault == FaultKillAfterAck {
+	switch cfg.Fault {
+	case FaultKillBeforeAck, FaultKillAfterAck:
 		r.armKill(ctx, &st)
+		defer cfg.Broker.OnAck(nil)
+	case FaultBrokerRestart:
+		r.armRestart(ctx, &st)
 		defer cfg.Broker.OnAck(nil)
 	}
 	defer r.stopAll()
@@ -169,18 +233,38 @@ func Deliver(ctx context.Context, cfg Config) (st Stats, err error) {
 	if err != nil {
 		return st, err
 	}
+	r.restarting.Wait()
 	cfg.Broker.OnAck(nil)
 	r.stopAll()
+	r.mu.Lock()
+	rerr := r.restartErr
+	r.mu.Unlock()
+	if rerr != nil {
+		return st, rerr
+	}
 	return st, r.record(ctx, &st)
 }
 
+// DefaultInvariants are the checks a consumer run under the fault is
+// judged by when none are named: exactly-once and no-lost-message, and
+// bounded-redelivery under poison-message.
+func DefaultInvariants(fault string) []string {
+	if fault == FaultPoisonMessage {
+		return []string{"exactly-once", "no-lost-message", "bounded-redelivery"}
+	}
+	return []string{"exactly-once", "no-lost-message"}
+}
+
 func (r *run) publish(ctx context.Context, st *Stats) error {
-	op := int64(0)
+	op, dedupe := int64(0), "Nats-Msg-Id"
+	if n, ok := r.cfg.Broker.(DedupeNamer); ok {
+		dedupe = n.DedupeName()
+	}
 	send := func(m Message, attempt int) error {
 		op++
 		inv := &history.Event{Type: history.TypeInvoke, Op: op, Intent: m.Intent, Key: m.Key, Attempt: attempt, NS: r.ns(),
 			Req: &history.Request{Method: "PUBLISH", Path: "broker", Body: m.Body,
-				Headers: history.Headers{{Name: HeaderIntent, Value: m.Intent}, {Name: "Nats-Msg-Id", Value: m.DedupeID}}}}
+				Headers: history.Headers{{Name: HeaderIntent, Value: m.Intent}, {Name: dedupe, Value: m.DedupeID}}}}
 		if err := r.write(inv); err != nil {
 			return err
 		}
@@ -200,6 +284,15 @@ func (r *run) publish(ctx context.Context, st *Stats) error {
 		return r.write(&history.Event{Type: history.TypeOK, Op: op, NS: r.ns(), Resp: &history.Response{Status: 202}})
 	}
 	for i, m := range r.cfg.Messages {
+		if i == r.cfg.Target && r.cfg.Fault == FaultPoisonMessage {
+			// Aimed at the publish by its op: that message is expected
+			// to have no effect.
+			m.Body = poisonBody(m)
+			d, _ := json.Marshal(map[string]any{"message": m.Intent, "amount": PoisonAmount})
+			if err := r.write(&history.Event{Type: history.TypeFault, Fault: FaultPoisonMessage, Action: "fire", Op: op + 1, NS: r.ns(), Detail: d}); err != nil {
+				return err
+			}
+		}
 		if err := send(m, 1); err != nil {
 			return err
 		}
@@ -241,7 +334,7 @@ func (r *run) armKill(ctx context.Context, st *Stats) {
 	target := r.cfg.Messages[r.cfg.Target]
 	var once sync.Once
 	r.cfg.Broker.OnAck(func(a Ack) bool {
-		if r.bySeq[a.Seq].Intent != target.Intent {
+		if r.bySeq[a.Seq].Intent != target.Intent || !a.Settles() {
 			return true
 		}
 		pass := true
@@ -352,13 +445,16 @@ func (r *run) stopAll() {
 	}
 }
 
-// drain waits until every stored message has an ack (or a terminate).
+// drain waits until every stored message has an ack (or a terminate; a
+// nak settles nothing). Under poison-message the poison message is done
+// too when the broker gave up on it or dead-lettered it.
 func (r *run) drain(ctx context.Context) (bool, error) {
 	d := r.cfg.Drain
 	if d <= 0 {
 		d = 30 * time.Second
 	}
 	deadline := time.Now().Add(d)
+	counter, counts := r.cfg.Broker.(DeliveryCounter)
 	for {
 		acks, err := r.cfg.Broker.Acks(ctx)
 		if err != nil {
@@ -366,7 +462,16 @@ func (r *run) drain(ctx context.Context) (bool, error) {
 		}
 		done := map[uint64]bool{}
 		for _, a := range acks {
-			done[a.Seq] = true
+			done[a.Seq] = done[a.Seq] || a.Settles()
+		}
+		if r.cfg.Fault == FaultPoisonMessage && counts {
+			ds, err := counter.Deliveries(ctx)
+			if err != nil {
+				return false, err
+			}
+			for _, dl := range ds {
+				done[dl.Seq] = done[dl.Seq] || dl.Kind != ""
+			}
 		}
 		all := true
 		for seq := range r.bySeq {
@@ -390,17 +495,25 @@ func (r *run) record(ctx context.Context, st *Stats) error {
 	}
 	for _, a := range acks {
 		m := r.bySeq[a.Seq]
-		st.Acks++
-		if a.Delivered > 1 {
-			st.Redelivered++
-		}
 		kind := ""
-		if a.Kind == "term" {
-			kind = "term"
+		switch a.Kind {
+		case AckKindTerm, AckKindNak:
+			kind = a.Kind
+		}
+		if a.Settles() {
+			st.Acks++
+			if a.Delivered > 1 {
+				st.Redelivered++
+			}
+		} else {
+			st.Naks++
 		}
 		if err := r.write(&history.Event{Type: history.TypeAck, Intent: m.Intent, Key: m.Key, Attempt: int(a.Delivered), Kind: kind, NS: r.ns()}); err != nil {
 			return err
 		}
+	}
+	if err := r.recordDeliveries(ctx, st); err != nil {
+		return err
 	}
 	effs, err := r.cfg.Effects(ctx)
 	if err != nil {
@@ -411,7 +524,7 @@ func (r *run) record(ctx context.Context, st *Stats) error {
 		return err
 	}
 	for _, e := range effs {
-		if err := r.write(&history.Event{Type: history.TypeEffect, Tenant: e.Tenant, Key: e.Key, Intent: e.Intent, Effect: e.ID, Kind: e.Kind, NS: r.ns()}); err != nil {
+		if err := r.write(&history.Event{Type: history.TypeEffect, Tenant: e.Tenant, Key: e.Key, Intent: e.Intent, Effect: e.ID, Kind: e.Kind, NS: r.ns(), Resource: e.Resource, State: e.State, WrittenAt: e.WrittenAt}); err != nil {
 			return err
 		}
 	}
@@ -419,4 +532,122 @@ func (r *run) record(ctx context.Context, st *Stats) error {
 		return r.rec.Flush()
 	}
 	return nil
+}
+
+// recordDeliveries writes the broker's delivery count of each message it
+// delivered (delivery events), when it counts them.
+func (r *run) recordDeliveries(ctx context.Context, st *Stats) error {
+	counter, ok := r.cfg.Broker.(DeliveryCounter)
+	if !ok {
+		return nil
+	}
+	ds, err := counter.Deliveries(ctx)
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(ds, func(a, b Delivery) int { return cmp.Compare(a.Seq, b.Seq) })
+	var poison string
+	if r.cfg.Fault == FaultPoisonMessage {
+		poison = r.cfg.Messages[r.cfg.Target].Intent
+	}
+	for _, d := range ds {
+		m, ok := r.bySeq[d.Seq]
+		if !ok || d.Count == 0 {
+			continue
+		}
+		if m.Intent == poison {
+			st.PoisonDeliveries = max(st.PoisonDeliveries, d.Count)
+		}
+		if err := r.write(&history.Event{Type: history.TypeDelivery, Intent: m.Intent, Key: m.Key, Deliveries: int(d.Count), Kind: d.Kind, NS: r.ns()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// armRestart sets the ack hook of broker-restart: once the target's first
+// settling ack has passed and the broker has seen it, the broker process
+// is restarted. An ack that meets the link while the broker is down is
+// held until it is up again and then dropped, cutting that consumer's
+// link: it was in flight to a process that no longer exists.
+func (r *run) armRestart(ctx context.Context, st *Stats) {
+	target := r.cfg.Messages[r.cfg.Target]
+	var (
+		once sync.Once
+		mu   sync.Mutex
+		down chan struct{} // non-nil from the restart's start, closed at its end
+		over bool
+	)
+	r.cfg.Broker.OnAck(func(a Ack) bool {
+		mu.Lock()
+		d, done := down, over
+		mu.Unlock()
+		switch {
+		case done:
+			return true
+		case d != nil:
+			<-d
+			return false
+		case r.bySeq[a.Seq].Intent != target.Intent || !a.Settles():
+			return true
+		}
+		once.Do(func() {
+			ch := make(chan struct{})
+			mu.Lock()
+			down = ch
+			mu.Unlock()
+			r.restarting.Add(1)
+			go func() {
+				defer r.restarting.Done()
+				defer func() {
+					mu.Lock()
+					over = true
+					mu.Unlock()
+					close(ch)
+				}()
+				r.restart(ctx, a.Seq, st)
+			}()
+		})
+		return true
+	})
+}
+
+// restart waits until the broker has seen the ack of seq, then restarts
+// it, recording the fault's fire and heal.
+func (r *run) restart(ctx context.Context, seq uint64, st *Stats) {
+	fail := func(err error) {
+		r.mu.Lock()
+		r.restartErr = err
+		r.mu.Unlock()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for seen := false; !seen; {
+		acks, err := r.cfg.Broker.Acks(ctx)
+		if err != nil {
+			fail(err)
+			return
+		}
+		seen = slices.ContainsFunc(acks, func(a Ack) bool { return a.Seq == seq && a.Settles() })
+		if !seen && (time.Now().After(deadline) || ctx.Err() != nil) {
+			fail(fmt.Errorf("broker: %s: the broker never saw the target's ack, so it was not restarted", FaultBrokerRestart))
+			return
+		}
+		if !seen {
+			time.Sleep(time.Millisecond) // the broker's ack list has no signal of its own
+		}
+	}
+	target := r.cfg.Messages[r.cfg.Target].Intent
+	if err := r.fault(FaultBrokerRestart, map[string]any{"message": target, "broker": r.cfg.Broker.Kind()}); err != nil {
+		fail(err)
+		return
+	}
+	began := time.Now()
+	if err := r.cfg.Broker.(Restarter).Restart(ctx); err != nil {
+		fail(fmt.Errorf("broker: %s: %w", FaultBrokerRestart, err))
+		return
+	}
+	st.RestartTook = time.Since(began)
+	st.Restarts++
+	d, _ := json.Marshal(map[string]any{"broker": r.cfg.Broker.Kind(), "restart_ms": float64(st.RestartTook.Microseconds()) / 1000})
+	_ = r.write(&history.Event{Type: history.TypeFault, Fault: FaultBrokerRestart, Action: "heal", NS: r.ns(), Detail: d})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/harness/catchmatrix"
 	_ "github.com/idemchaos/idemchaos/harness/docker"
 	"github.com/idemchaos/idemchaos/history"
 	"github.com/idemchaos/idemchaos/internal/dockerenvtest"
@@ -33,7 +34,7 @@ func TestDocker_BundledSuiteCleanOnReferenceAndMutantsCaught(t *testing.T) {
 	require.Equal(t, harness.EnvDocker, r.Kind(), "the runner runs in the docker environment")
 	r.HistoryDir = t.TempDir()
 
-	m, err := r.CatchMatrix(ctx, suite, harness.MatrixOptions{Seed: 1, Mutants: dockerMutants})
+	m, err := catchmatrix.Run(ctx, r, suite, catchmatrix.Options{Seed: 1, Mutants: dockerMutants})
 	require.NoError(t, err)
 	require.NoError(t, m.Reference.Err)
 	fired := map[string]int{}

@@ -191,6 +191,15 @@ func (d *runner) headers(in *Intent, info AttemptInfo, dst history.Headers) hist
 	if v, ok := d.bearer[in.Tenant]; ok {
 		h = setField(h, "Authorization", v)
 	}
+	if d.cfg.Sign != nil {
+		body := in.Body
+		if info.sent != nil {
+			body = info.sent.Body
+		}
+		if name, v := d.cfg.Sign(in, body); name != "" {
+			h = setField(h, http.CanonicalHeaderKey(name), v)
+		}
+	}
 	return h
 }
 
@@ -252,6 +261,7 @@ func (d *runner) record(s *scratch, info AttemptInfo, in *Intent, hdr history.He
 	switch typ {
 	case history.TypeInvoke:
 		e.Intent, e.Tenant, e.Key, e.Attempt, e.Client = in.ID, in.Tenant, info.Key, info.Attempt, in.Client
+		e.Resource, e.State = in.Resource, in.State
 		path, sent := in.Path, in.Body
 		if info.sent != nil {
 			path, sent = info.sent.Path, info.sent.Body

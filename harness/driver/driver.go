@@ -48,6 +48,16 @@ type Intent struct {
 	// name. The [Router] makes them real.
 	Faults map[int]string
 	Client int
+	// Resource and State say which resource the request asks to move to
+	// which state (a payment provider's "payment pay_1 paid" event): the
+	// invoke events carry them, and forward-only reads them.
+	Resource string `json:",omitempty"`
+	State    string `json:",omitempty"`
+	// Forged marks a request whose signature [Config.Sign] forges (a
+	// webhook event signed with a wrong secret); Once sends it a single
+	// time, never retried.
+	Forged bool `json:",omitempty"`
+	Once   bool `json:",omitempty"`
 	_      struct{}
 }
 
@@ -136,6 +146,11 @@ type Config struct {
 	// harness passes its address gate, so that even its own proxies'
 	// addresses are checked); nil dials directly.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Sign, when set, signs every attempt as it is sent: it returns the
+	// header (name and value) computed over the body the attempt carries
+	// (a payment provider's HMAC over timestamp and body, made again for
+	// each delivery).
+	Sign func(in *Intent, body []byte) (name, value string)
 	// Upstream, when set, is asked about an attempt that had a connection
 	// but no status: it says why the harness's own proxy (remote) did not
 	// connect that connection (local, dialled at dialed) to the service,
@@ -359,7 +374,7 @@ func (d *runner) intent(ctx context.Context, in *Intent) {
 		// Bounded in count and in time: the budget ends the retries once an
 		// attempt went out that late, so the last ask is never early; and
 		// an overdue key is judged already.
-		if res.stop || !d.cfg.Model.retryable(res.status, d.cfg.InFlightStatus, d.cfg.RefuseStatus) || n == d.cfg.Retry.MaxAttempts || sent.Sub(first) >= d.cfg.Retry.Budget ||
+		if res.stop || in.Once || !d.cfg.Model.retryable(res.status, d.cfg.InFlightStatus, d.cfg.RefuseStatus) || n == d.cfg.Retry.MaxAttempts || sent.Sub(first) >= d.cfg.Retry.Budget ||
 			clock != nil && d.overdue(clock) {
 			return
 		}

@@ -130,7 +130,14 @@ func (r *Recorder) evidence(op, invoked int64) bool {
 
 // Effect records one effect the system produced.
 func (r *Recorder) Effect(tenant, key, intent, effect, kind string) error {
-	return r.Write(&history.Event{Type: history.TypeEffect, Tenant: tenant, Key: key, Intent: intent, Effect: effect, Kind: kind})
+	return r.RecordEffect(history.Effect{Tenant: tenant, Key: key, Intent: intent, ID: effect, Kind: kind})
+}
+
+// RecordEffect records one effect an oracle read, with the state of its
+// resource and when it was written when the oracle read them.
+func (r *Recorder) RecordEffect(e history.Effect) error {
+	return r.Write(&history.Event{Type: history.TypeEffect, Tenant: e.Tenant, Key: e.Key, Intent: e.Intent, Effect: e.ID, Kind: e.Kind,
+		Resource: e.Resource, State: e.State, WrittenAt: e.WrittenAt})
 }
 
 // Interrupted records that the run was cut short, and why: the history is

@@ -37,6 +37,12 @@ type HTTPConfig struct {
 	// "$.order.id"). Tenant may be empty on a read per tenant: the items
 	// are that tenant's.
 	Items, Tenant, Key, ID string
+	// State, WrittenAt and Resource are optional JSONPath expressions of an
+	// item: the state its resource is in ("$.status"), when that state
+	// was written (an RFC 3339 time or Unix seconds, "$.updated_at") and
+	// which resource it is ("$.payment"; default the effect's id), for
+	// forward-only.
+	State, WrittenAt, Resource string
 	// Next is a JSONPath selecting, on each page, where the next page is:
 	// a URL (absolute, or relative to the page) or, with Cursor, a cursor.
 	// Nothing selected, null, "" or false ends the listing.
@@ -154,7 +160,7 @@ func (o httpOracle) Effects(ctx context.Context) ([]history.Effect, error) {
 func (o httpOracle) read(ctx context.Context) (Reading, error) {
 	r := Reading{Source: "GET " + o.c.URL}
 	paths := map[string]*jsonpath.Path{}
-	for _, expr := range []string{o.c.Items, o.c.Tenant, o.c.Key, o.c.ID, o.c.Next} {
+	for _, expr := range []string{o.c.Items, o.c.Tenant, o.c.Key, o.c.ID, o.c.Next, o.c.State, o.c.WrittenAt, o.c.Resource} {
 		if expr == "" {
 			continue
 		}
@@ -317,7 +323,7 @@ func (o httpOracle) pick(doc any, r read, paths map[string]*jsonpath.Path) ([]hi
 		for _, f := range []struct {
 			expr string
 			dst  *string
-		}{{o.c.Tenant, &e.Tenant}, {o.c.Key, &e.Key}, {o.c.ID, &e.ID}} {
+		}{{o.c.Tenant, &e.Tenant}, {o.c.Key, &e.Key}, {o.c.ID, &e.ID}, {o.c.State, &e.State}, {o.c.Resource, &e.Resource}} {
 			if f.expr == "" {
 				continue
 			}
@@ -326,6 +332,15 @@ func (o httpOracle) pick(doc any, r read, paths map[string]*jsonpath.Path) ([]hi
 				return nil, fmt.Errorf("item %d: %q: %w", i, f.expr, err)
 			}
 			*f.dst = scalar(v)
+		}
+		if o.c.WrittenAt != "" {
+			v, err := one(paths[o.c.WrittenAt].Select(it))
+			if err == nil {
+				e.WrittenAt, err = writtenAt(v)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("item %d: %q: %w", i, o.c.WrittenAt, err)
+			}
 		}
 		e.Kind = kindOf(e.ID)
 		out = append(out, e)

@@ -90,6 +90,11 @@ func (o referenceOracle) read(ctx context.Context) (Reading, error) {
 	r.Effects = make([]history.Effect, len(fx))
 	for i, e := range fx {
 		r.Effects[i] = history.Effect{Tenant: e.Tenant, Key: e.Key, Intent: e.Intent, Kind: e.Kind, ID: e.Kind + " " + e.ID}
+		if e.State != "" {
+			// An order's state, for forward-only: the resource is the
+			// order id the provider's callbacks name.
+			r.Effects[i].State, r.Effects[i].WrittenAt, r.Effects[i].Resource = e.State, e.StateAt, e.ID
+		}
 	}
 	if len(fx) == 0 {
 		r.Got = "no orders, payments or notifications"

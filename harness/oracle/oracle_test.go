@@ -115,3 +115,51 @@ func TestReference_ReadsOrdersAndWaitsForTheQueue(t *testing.T) {
 		t.Fatalf("a drained outbox should not be waited for (%s)", time.Since(start))
 	}
 }
+
+// states renders each effect's resource, state and when it was written.
+func states(fx []history.Effect) string {
+	var out []string
+	for _, e := range fx {
+		out = append(out, fmt.Sprintf("%s=%s@%s", e.Resource, e.State, e.WrittenAt.UTC().Format(time.RFC3339Nano)))
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+// The state, when it was written and the resource are named columns,
+// wherever they stand; the positional four stay tenant, key, id, kind.
+func TestSQL_ReadsStateAndWrittenAtByName(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Database(t)
+	exec(t, dsn, `CREATE TABLE payments (id text, status text, updated_at timestamptz, last_event text)`,
+		`INSERT INTO payments VALUES ('pay_1', 'paid', '2026-12-02 07:00:01.25+00', 'evt_2'), ('pay_2', 'created', '2026-12-02 07:00:02+00', 'evt_3')`)
+	fx, err := oracle.SQL(dsn, `SELECT status AS state, 'provider', last_event, 'payment ' || id, updated_at AS written_at, 'payment', id AS resource FROM payments`).Effects(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(fx); got != "provider/evt_2/payment/payment pay_1 provider/evt_3/payment/payment pay_2" {
+		t.Fatalf("positional columns: %s", got)
+	}
+	if got, want := states(fx), "pay_1=paid@2026-12-02T07:00:01.25Z pay_2=created@2026-12-02T07:00:02Z"; got != want {
+		t.Fatalf("named columns: %s, want %s", got, want)
+	}
+	if _, err := oracle.SQL(dsn, `SELECT 'provider', 'k', 'payment 1', 'paid' AS state, 'yesterday' AS written_at`).Effects(context.Background()); !errors.Is(err, oracle.ErrOracle) || !strings.Contains(err.Error(), "written_at") {
+		t.Fatalf("a written_at that is no time: %v", err)
+	}
+}
+
+func TestHTTP_ReadsStateAndWrittenAtByPath(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `[{"event":"evt_1","payment":"pay_1","status":"paid","at":"2026-12-02T07:00:01.5Z"},{"event":"evt_2","payment":"pay_1","status":"created","at":1796194803.25}]`)
+	}))
+	defer srv.Close()
+	fx, err := oracle.HTTP(oracle.HTTPConfig{URL: srv.URL, Items: "$[*]", Tenant: "$.payment", Key: "$.event", ID: "$.event",
+		State: "$.status", WrittenAt: "$.at", Resource: "$.payment"}).Effects(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := states(fx), "pay_1=created@2026-12-02T07:00:03.25Z pay_1=paid@2026-12-02T07:00:01.5Z"; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}

@@ -15,7 +15,7 @@ import (
 // identifier of theirs may name a type of an internal package, which the
 // user could not name (Runner.Local once was an *env.Local, EnvKind an
 // alias of env.Kind).
-var publicAPI = []string{"harness", "harness/docker", "harness/driver", "harness/oracle", "harness/pgtest", "checkers", "history", "scenarios", "faults", "reference", "report"}
+var publicAPI = []string{"harness", "harness/catchmatrix", "harness/docker", "harness/driver", "harness/oracle", "harness/pgtest", "checkers", "history", "scenarios", "faults", "reference", "report", "report/htmlpage"}
 
 // knownLeaks are the exceptions still to be removed, by package and
 // identifier: pgtest's shared cluster is used by the module's own tests of

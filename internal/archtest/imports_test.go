@@ -28,25 +28,29 @@ var infra = []string{"internal/pgcluster", "internal/runenv", "internal/proc", "
 // rules is ARCHITECTURE.md's table. Test files may import more (a test of
 // the harness may load scenarios from disk); the rules are for the code.
 var rules = map[string]rule{
-	"history":               {},
-	"checkers":              {may: []string{"history", "internal/unionfind"}, stdlibOnly: true},
-	"faults":                {may: []string{"internal/ctxwait"}},
-	"scenarios":             {may: []string{"checkers", "faults", "internal/suggest", "internal/addrgate"}},
-	"reference":             {may: []string{"internal/suggest"}},
-	"harness/driver":        {may: []string{"history", "internal/ctxwait", "internal/httptoken"}},
-	"harness/oracle":        {may: []string{"history", "reference", "internal/addrgate"}},
-	"harness/pgtest":        {may: []string{"internal/pgcluster", "internal/runenv"}},
-	"harness/oracle/mysql":  {may: []string{"harness/oracle"}},
-	"harness/oracle/sqlite": {may: []string{"harness/oracle"}},
-	"harness/broker":        {may: []string{"history", "internal/addrgate"}},
-	"harness/broker/nats":   {may: []string{"harness/broker", "internal/addrgate"}},
-	"harness/mariadbtest":   {may: []string{"harness/pgtest", "internal/mariadb"}},
+	"history":                 {},
+	"checkers":                {may: []string{"history", "internal/unionfind"}, stdlibOnly: true},
+	"faults":                  {may: []string{"internal/ctxwait"}},
+	"scenarios":               {may: []string{"checkers", "faults", "internal/suggest", "internal/addrgate"}},
+	"reference":               {may: []string{"internal/suggest"}},
+	"harness/driver":          {may: []string{"history", "internal/ctxwait", "internal/httptoken"}},
+	"harness/oracle":          {may: []string{"history", "reference", "internal/addrgate"}},
+	"harness/pgtest":          {may: []string{"internal/pgcluster", "internal/runenv"}},
+	"harness/oracle/mysql":    {may: []string{"harness/oracle"}},
+	"harness/oracle/sqlite":   {may: []string{"harness/oracle"}},
+	"harness/broker":          {may: []string{"history", "internal/addrgate"}},
+	"harness/broker/nats":     {may: []string{"harness/broker", "internal/addrgate"}},
+	"harness/broker/rabbitmq": {may: []string{"harness/broker", "internal/addrgate", "internal/proc"}},
+	"harness/broker/redis":    {may: []string{"harness/broker", "internal/addrgate", "internal/netaddr", "internal/proc"}},
+	"harness/mariadbtest":     {may: []string{"harness/pgtest", "internal/mariadb"}},
 	"harness": {may: append([]string{"checkers", "faults", "harness/driver", "harness/oracle", "harness/internal/sut", "harness/broker", "history", "reference", "scenarios",
 		"internal/env", "internal/netaddr", "internal/addrgate", "internal/clientpath"}, infra...)},
 	"harness/internal/sut":             {may: []string{"faults", "scenarios", "internal/addrgate", "internal/proxy"}},
 	"harness/docker":                   {may: []string{"faults", "reference", "scenarios", "harness/internal/sut", "internal/dockerenv", "internal/proxy"}},
-	"report":                           {may: []string{"checkers", "harness", "history"}},
-	"cmd/idemchaos":                    {may: []string{"checkers", "harness", "harness/docker", "harness/oracle/mysql", "harness/oracle/sqlite", "harness/broker/nats", "history", "reference", "report", "scenarios", "cmd/idemchaos/internal/...", "internal/dockerenv", "internal/netaddr", "internal/addrgate", "internal/httptoken"}},
+	"report":                           {may: []string{"checkers", "harness", "harness/catchmatrix", "history"}},
+	"harness/catchmatrix":              {may: []string{"harness", "reference", "scenarios"}},
+	"report/htmlpage":                  {may: []string{"checkers", "history", "report"}},
+	"cmd/idemchaos":                    {may: []string{"checkers", "harness", "harness/catchmatrix", "harness/docker", "harness/oracle/mysql", "harness/oracle/sqlite", "harness/broker/nats", "harness/broker/rabbitmq", "harness/broker/redis", "history", "reference", "report", "report/htmlpage", "scenarios", "cmd/idemchaos/internal/...", "internal/dockerenv", "internal/netaddr", "internal/addrgate", "internal/httptoken"}},
 	"internal/env":                     {may: append([]string{"internal/netaddr", "internal/addrgate"}, infra...)},
 	"internal/dockerenv":               {may: []string{"internal/pgcluster", "internal/proxy", "internal/runenv", "internal/netaddr", "internal/addrgate"}},
 	"internal/pgcluster":               {may: []string{"internal/runenv", "internal/netaddr"}},
@@ -68,17 +72,18 @@ var rules = map[string]rule{
 	"internal/faultschema":             {may: []string{"faults", "internal/faultschema"}}, // its gen.go imports it
 	"cmd/idemchaos/internal/partcheck": {may: []string{"checkers", "history", "internal/unionfind"}},
 	"cmd/idemchaos/internal/scaffold":  {},
+	"cmd/idemchaos/internal/planfile":  {may: []string{"harness", "scenarios"}},
 	"cmd/idemchaos/internal/recorder":  {may: []string{"history", "scenarios", "faults", "internal/clientpath"}},
 	"internal/clientpath":              {may: []string{"faults"}},
 	"cmd/idemchaos/internal/shard":     {may: []string{"report"}},
 	"cmd/idemchaos/internal/together":  {may: []string{"history"}},
 	"cmd/idemchaos/internal/leftover":  {may: []string{"internal/runenv", "internal/dockerenv"}},
 	"internal/refbench":                {may: []string{"reference"}},
-	"cmd/idemchaos/internal/bench": {may: append([]string{"checkers", "harness", "harness/docker", "harness/driver", "history", "scenarios", "internal/env", "internal/dockerenv",
+	"cmd/idemchaos/internal/bench": {may: append([]string{"checkers", "harness", "harness/catchmatrix", "harness/docker", "harness/driver", "harness/broker", "harness/broker/nats", "harness/broker/rabbitmq", "history", "scenarios", "internal/env", "internal/dockerenv",
 		"internal/histgen", "cmd/idemchaos/internal/partcheck", "internal/refbench", "internal/mariadb", "examples/foreign"}, infra...)},
 	// A sample service uses only what a user of the module could: the
 	// public packages, never internal ones.
-	"examples/...": {may: []string{"examples/...", "harness", "harness/pgtest", "harness/mariadbtest", "harness/oracle/mysql", "harness/oracle/sqlite", "harness/broker", "harness/broker/nats", "checkers", "scenarios", "history"}},
+	"examples/...": {may: []string{"examples/...", "harness", "harness/pgtest", "harness/mariadbtest", "harness/oracle/mysql", "harness/oracle/sqlite", "harness/broker", "harness/broker/nats", "harness/broker/rabbitmq", "harness/broker/redis", "checkers", "scenarios", "history"}},
 }
 
 // stdlib says whether an import path is the standard library's: its first
@@ -189,13 +194,14 @@ func TestImports_FollowTheArchitecture(t *testing.T) {
 func TestImports_RulesKeepThePromises(t *testing.T) {
 	t.Parallel()
 	never := map[string][]string{
-		"checkers":      {"harness", "scenarios", "faults", "reference"},
-		"faults":        {"harness", "scenarios", "reference"},
-		"cmd/idemchaos": {"internal/env", "internal/pgcluster", "internal/proc", "internal/proxy", "internal/runenv"},
-		"report":        {"internal/env", "scenarios", "faults"},
+		"checkers":        {"harness", "scenarios", "faults", "reference"},
+		"faults":          {"harness", "scenarios", "reference"},
+		"cmd/idemchaos":   {"internal/env", "internal/pgcluster", "internal/proc", "internal/proxy", "internal/runenv"},
+		"report":          {"internal/env", "scenarios", "faults", "report/htmlpage"},
+		"report/htmlpage": {"internal/env", "scenarios", "faults", "harness"},
 		// The docker environment registers itself from its own package:
 		// the harness never links it (see deps_test.go).
-		"harness":              {"harness/docker", "internal/dockerenv"},
+		"harness":              {"harness/docker", "internal/dockerenv", "harness/catchmatrix"},
 		"harness/internal/sut": {"harness", "harness/docker", "internal/dockerenv"},
 	}
 	for _, p := range infra {

@@ -48,6 +48,27 @@ func Answer(w http.ResponseWriter, ans faults.Answer) (http.Header, []byte) {
 	return h, []byte(body)
 }
 
+// Relay writes the upstream's answer (its status, header without the
+// hop-by-hop fields and body, read whole) to the client of r in one write,
+// flushed at once: with a Content-Length, where a flush of a body of no
+// stated length makes it chunked (the headers and body one write, the
+// last chunk another, and a client that reads the answer waits for both).
+// header itself is left as it is: it is what the history records.
+func Relay(w http.ResponseWriter, r *http.Request, status int, header http.Header, body []byte) {
+	h := w.Header()
+	for k, vs := range header {
+		h[k] = vs
+	}
+	if r.Method != http.MethodHead && status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified {
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
 // Cut ends the client's connection without an answer: reset (RST) or
 // closed.
 func Cut(w http.ResponseWriter, reset bool) {

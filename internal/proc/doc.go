@@ -14,6 +14,6 @@
 //   - [Start], [Spec], [Process]: [Process.PID], [Process.Kill],
 //     [Process.Restart], [Process.Stop], [Process.Exited], [Process.Err],
 //     [Process.LogPath], [Process.WaitUp] (down while a restart is coming).
-//   - [Ready], [HTTPReady], [LineReady]: readiness checks.
+//   - [Ready], [HTTPReady], [LineReady], [FuncReady]: readiness checks.
 //   - [ErrExited], [ErrNotRunning], [ErrReadyTimeout].
 package proc

@@ -39,6 +39,11 @@ func (f funcReady) wait(ctx context.Context, in *incarnation) error {
 	}
 }
 
+// FuncReady is ready once f returns nil: it is asked every 10 ms, so f
+// should read a signal the process gave (a notification received, a file
+// written), not probe a service.
+func FuncReady(f func(ctx context.Context) error) Ready { return funcReady(f) }
+
 // HTTPReady is ready once a GET of url answers with a 2xx status.
 func HTTPReady(url string) Ready {
 	client := &http.Client{Timeout: time.Second}

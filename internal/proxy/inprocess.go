@@ -14,14 +14,27 @@ import (
 )
 
 // inProcess is a Toxiproxy running inside this process. It has no HTTP API:
-// the harness calls the proxy collection directly.
+// the harness calls each proxy's toxic collection directly.
+//
+// Toxiproxy's own accept loop (Proxy.server) dials the upstream inside the
+// loop, with no timeout: in front of a service whose listen backlog is
+// full, one connect waits on the kernel's SYN retries and every client
+// behind it waits unaccepted, so a service that is merely slow to accept
+// answers nothing through the proxy at all. Each proxy here therefore has
+// an accept loop of this package's ([front]) that takes every client at
+// once and connects it upstream on its own; the connection pair then runs
+// through Toxiproxy's own links and toxics (ToxicCollection.StartLink),
+// so the faults are the library's.
 type inProcess struct {
 	api *toxiproxy.ApiServer
-	// up reads the server's log to tell which clients reached upstream.
-	up *upstreamLog
+	// up is what became of each client's upstream connect.
+	up *upstreams
+	// timeout bounds each proxy's upstream connects ([connectTimeout]).
+	timeout time.Duration
 
-	mu     sync.Mutex
-	closed bool
+	mu      sync.Mutex
+	closed  bool
+	proxies map[string]*front
 }
 
 var (
@@ -29,27 +42,26 @@ var (
 	_ UpstreamReporter = (*inProcess)(nil)
 )
 
-// NewInProcess returns a Toxiproxy that runs inside this process. Its log
-// is read, not printed: the per-connection events tell which clients the
-// proxy connected upstream (see [UpstreamReporter]).
+// NewInProcess returns a Toxiproxy that runs inside this process; it tells
+// which clients it could not connect to the service (see
+// [UpstreamReporter]).
 func NewInProcess() Server {
 	metrics := toxiproxy.NewMetricsContainer(prometheus.NewRegistry())
-	up := newUpstreamLog()
-	return &inProcess{api: toxiproxy.NewServer(metrics, zerolog.New(up).Level(zerolog.DebugLevel)), up: up}
+	return &inProcess{api: toxiproxy.NewServer(metrics, zerolog.Nop()), up: newUpstreams(),
+		timeout: connectTimeout, proxies: map[string]*front{}}
 }
 
-// Upstream implements [UpstreamReporter].
-func (s *inProcess) Upstream(local, remote string, dialed time.Time) string {
-	return s.up.Upstream(local, remote, dialed)
+// Upstream implements [UpstreamReporter]. Every client is accepted at
+// once, so what it was dialled at does not matter.
+func (s *inProcess) Upstream(local, remote string, _ time.Time) string {
+	return s.up.reason(local, remote)
 }
 
-// check fails once the server is closed.
+// check fails once the server is closed. Callers hold s.mu.
 func (s *inProcess) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
 	}
@@ -61,10 +73,6 @@ func mapErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, toxiproxy.ErrProxyAlreadyExists):
-		return ErrProxyExists
-	case errors.Is(err, toxiproxy.ErrProxyNotFound):
-		return ErrProxyNotFound
 	case errors.Is(err, toxiproxy.ErrToxicAlreadyExists):
 		return ErrToxicExists
 	case errors.Is(err, toxiproxy.ErrToxicNotFound):
@@ -79,37 +87,42 @@ func mapErr(err error) error {
 
 // CreateProxy implements [Server].
 func (s *inProcess) CreateProxy(ctx context.Context, name, listen, upstream string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
 		return "", fmt.Errorf("create proxy %s: %w", name, err)
+	}
+	if _, ok := s.proxies[name]; ok {
+		return "", fmt.Errorf("create proxy %s: %w", name, ErrProxyExists)
 	}
 	if listen == "" {
 		listen = defaultListen
 	}
-	p := toxiproxy.NewProxy(s.api, name, listen, upstream)
-	if err := s.api.Collection.Add(p, true); err != nil {
-		return "", fmt.Errorf("create proxy %s: %w", name, mapErr(err))
+	f := newFront(s.api, name, listen, upstream, s.up, s.timeout)
+	if err := f.start(); err != nil {
+		return "", fmt.Errorf("create proxy %s: %w", name, err)
 	}
-	p.Lock()
-	defer p.Unlock()
-	s.up.listening(name, p.Listen)
-	return p.Listen, nil
+	s.proxies[name] = f
+	return f.addr(), nil
 }
 
 // proxy finds a proxy by name.
-func (s *inProcess) proxy(ctx context.Context, name string) (*toxiproxy.Proxy, error) {
+func (s *inProcess) proxy(ctx context.Context, name string) (*front, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	p, err := s.api.Collection.Get(name)
-	if err != nil {
-		return nil, mapErr(err)
+	f, ok := s.proxies[name]
+	if !ok {
+		return nil, ErrProxyNotFound
 	}
-	return p, nil
+	return f, nil
 }
 
 // AddToxic implements [Server].
 func (s *inProcess) AddToxic(ctx context.Context, proxy string, t Toxic) error {
-	p, err := s.proxy(ctx, proxy)
+	f, err := s.proxy(ctx, proxy)
 	if err != nil {
 		return fmt.Errorf("add toxic to %s: %w", proxy, err)
 	}
@@ -117,7 +130,7 @@ func (s *inProcess) AddToxic(ctx context.Context, proxy string, t Toxic) error {
 	if err != nil {
 		return fmt.Errorf("add toxic to %s: %w: %w", proxy, ErrBadToxic, err)
 	}
-	if _, err := p.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
+	if _, err := f.p.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
 		return fmt.Errorf("add toxic to %s: %w", proxy, mapErr(err))
 	}
 	return nil
@@ -125,11 +138,11 @@ func (s *inProcess) AddToxic(ctx context.Context, proxy string, t Toxic) error {
 
 // RemoveToxic implements [Server].
 func (s *inProcess) RemoveToxic(ctx context.Context, proxy, toxic string) error {
-	p, err := s.proxy(ctx, proxy)
+	f, err := s.proxy(ctx, proxy)
 	if err != nil {
 		return fmt.Errorf("remove toxic %s from %s: %w", toxic, proxy, err)
 	}
-	if err := p.Toxics.RemoveToxic(ctx, toxic); err != nil {
+	if err := f.p.Toxics.RemoveToxic(ctx, toxic); err != nil {
 		return fmt.Errorf("remove toxic %s from %s: %w", toxic, proxy, mapErr(err))
 	}
 	return nil
@@ -137,25 +150,25 @@ func (s *inProcess) RemoveToxic(ctx context.Context, proxy, toxic string) error 
 
 // ResetToxics implements [Server].
 func (s *inProcess) ResetToxics(ctx context.Context, proxy string) error {
-	p, err := s.proxy(ctx, proxy)
+	f, err := s.proxy(ctx, proxy)
 	if err != nil {
 		return fmt.Errorf("reset toxics of %s: %w", proxy, err)
 	}
-	p.Toxics.ResetToxics(ctx)
+	f.p.Toxics.ResetToxics(ctx)
 	return nil
 }
 
 // SetEnabled implements [Server].
 func (s *inProcess) SetEnabled(ctx context.Context, proxy string, enabled bool) error {
-	p, err := s.proxy(ctx, proxy)
+	f, err := s.proxy(ctx, proxy)
 	if err != nil {
 		return fmt.Errorf("set %s enabled=%t: %w", proxy, enabled, err)
 	}
 	if !enabled {
-		p.Stop()
+		f.stop()
 		return nil
 	}
-	if err := p.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+	if err := f.start(); err != nil {
 		return fmt.Errorf("enable %s: %w", proxy, err)
 	}
 	return nil
@@ -163,26 +176,34 @@ func (s *inProcess) SetEnabled(ctx context.Context, proxy string, enabled bool) 
 
 // RemoveProxy implements [Server].
 func (s *inProcess) RemoveProxy(ctx context.Context, name string) error {
+	s.mu.Lock()
 	if err := s.check(ctx); err != nil {
+		s.mu.Unlock()
 		return fmt.Errorf("remove proxy %s: %w", name, err)
 	}
-	if err := s.api.Collection.Remove(name); err != nil {
-		return fmt.Errorf("remove proxy %s: %w", name, mapErr(err))
+	f, ok := s.proxies[name]
+	delete(s.proxies, name)
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("remove proxy %s: %w", name, ErrProxyNotFound)
 	}
+	f.stop()
 	return nil
 }
 
 // Close implements [Server].
-func (s *inProcess) Close(ctx context.Context) error {
+func (s *inProcess) Close(context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil
 	}
 	s.closed = true
+	all := s.proxies
+	s.proxies = map[string]*front{}
 	s.mu.Unlock()
-	if err := s.api.Collection.Clear(); err != nil {
-		return fmt.Errorf("close proxies: %w", err)
+	for _, f := range all {
+		f.stop()
 	}
 	return nil
 }

@@ -1,8 +1,7 @@
 package proxy
 
 import (
-	"bytes"
-	"encoding/json"
+	"net"
 	"sync"
 	"time"
 )
@@ -22,126 +21,115 @@ type UpstreamReporter interface {
 	Upstream(local, remote string, dialed time.Time) string
 }
 
-// upstreamLog learns from the in-process Toxiproxy's log, the only place
-// the library reports it, whether each accepted client was connected
-// upstream. Toxiproxy accepts and dials upstream in one loop per proxy, so
-// after "Accepted client" the next "Setup connection" of the same proxy (or
-// "Unable to open connection to upstream") concludes that client.
-type upstreamLog struct {
-	mu sync.Mutex
-	// listens maps a proxy's listen address to its name.
-	listens map[string]string
-	// pending is, per proxy name, the client whose upstream dial has not
-	// concluded, and when it was accepted.
-	pending map[string]pendingDial
-	// failed maps a client address to its dial error.
-	failed map[string]string
-	// linked and older hold clients connected upstream, in two generations
-	// so that the memory stays bounded over a long run; a client concluded
-	// before forgetBefore may have been forgotten.
-	linked, older map[string]bool
-	rotated       time.Time // when older became older
-	forgetBefore  time.Time
+// upstreams is what became of each client's upstream connect, per client
+// address (ip:port, as the client sees its side). It is kept in two
+// generations so that its memory stays bounded over a long run: a client
+// may be forgotten once a generation's worth of clients came after it.
+type upstreams struct {
+	mu       sync.Mutex
+	cur, old map[string]dialState
 }
 
-// pendingDial is a client accepted by a proxy whose upstream dial is open.
-type pendingDial struct {
-	client string
-	since  time.Time
+// dialState is one client's upstream connect.
+type dialState struct {
+	// proxy is the listen address the client connected to.
+	proxy string
+	// err says why the connect failed ("" while it is pending, or once it
+	// succeeded).
+	err    string
+	linked bool
+	// conn is the connection upstream once linked; taken says the
+	// service's kernel acknowledged data on it (it took the connection);
+	// waiting is when data was first seen sent and not acknowledged, and
+	// looked the last time it was still so.
+	conn            *net.TCPConn
+	taken           bool
+	waiting, looked time.Time
 }
 
-// generation bounds each generation of upstreamLog's client sets.
+// untakenAfter is how long data must have waited unacknowledged for the
+// connection to count as not taken: on loopback an acknowledgement takes
+// microseconds, so a shorter wait says nothing (the last look may predate
+// an answer that closed the connection).
+const untakenAfter = 50 * time.Millisecond
+
+// untaken is the reason for a connection the proxy made whose data the
+// service's kernel never acknowledged.
+const untaken = "the service never took the connection: its kernel acknowledged none of the request, as when its listen backlog is full"
+
+// generation bounds each generation of upstreams.
 const generation = 1 << 14
 
-func newUpstreamLog() *upstreamLog {
-	return &upstreamLog{listens: map[string]string{}, pending: map[string]pendingDial{},
-		failed: map[string]string{}, linked: map[string]bool{}, older: map[string]bool{}}
+func newUpstreams() *upstreams {
+	return &upstreams{cur: map[string]dialState{}, old: map[string]dialState{}}
 }
 
-// logEvent is the part of a Toxiproxy log line upstreamLog reads.
-type logEvent struct {
-	Name    string `json:"name"`
-	Client  string `json:"client"`
-	Error   string `json:"error"`
-	Message string `json:"message"`
-}
-
-// Write implements io.Writer for zerolog: one JSON event per call.
-func (u *upstreamLog) Write(p []byte) (int, error) {
-	if !bytes.Contains(p, []byte("Accepted client")) && !bytes.Contains(p, []byte("Setup connection")) &&
-		!bytes.Contains(p, []byte("Unable to open connection to upstream")) {
-		return len(p), nil
-	}
-	var e logEvent
-	if json.Unmarshal(p, &e) != nil {
-		return len(p), nil
-	}
+// set records client's state; a client address seen again (its port
+// reused) is a new connection.
+func (u *upstreams) set(client string, s dialState) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	switch e.Message {
-	case "Accepted client":
-		u.conclude(e.Name)
-		u.pending[e.Name] = pendingDial{client: e.Client, since: time.Now()}
-	case "Setup connection":
-		u.conclude(e.Name)
-	case "Unable to open connection to upstream":
-		if len(u.failed) >= generation {
-			clear(u.failed)
+	if _, ok := u.cur[client]; !ok && len(u.cur) >= generation {
+		u.old, u.cur = u.cur, make(map[string]dialState, generation)
+	}
+	u.cur[client] = s
+	delete(u.old, client)
+}
+
+// saw records what watch saw of client's connection c at now: data sent,
+// and whether the service took it. It reports false when client is no
+// longer on c (forgotten, or its port reused), so that watch stops.
+func (u *upstreams) saw(client string, c *net.TCPConn, sent, taken bool, now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, m := range []map[string]dialState{u.cur, u.old} {
+		if s, ok := m[client]; ok && s.conn == c {
+			s.look(sent, taken, now)
+			m[client] = s
+			return true
 		}
-		u.failed[e.Client] = e.Error
-		delete(u.pending, e.Name)
 	}
-	return len(p), nil
+	return false
 }
 
-// conclude records the pending client of proxy name, if any, as linked.
-func (u *upstreamLog) conclude(name string) {
-	d, ok := u.pending[name]
-	if !ok {
-		return
+// look records one look at the connection.
+func (s *dialState) look(sent, taken bool, now time.Time) {
+	switch {
+	case taken:
+		s.taken = true
+	case sent:
+		if s.waiting.IsZero() {
+			s.waiting = now
+		}
+		s.looked = now
 	}
-	delete(u.pending, name)
-	if len(u.linked) >= generation {
-		// What older held is dropped: it was concluded before the
-		// previous rotation.
-		u.older, u.linked = u.linked, u.older
-		clear(u.linked)
-		u.forgetBefore, u.rotated = u.rotated, time.Now()
-	}
-	u.linked[d.client] = true
 }
 
-// listening records that proxy name listens on addr.
-func (u *upstreamLog) listening(name, addr string) {
+// reason is [UpstreamReporter.Upstream] for the client local of the proxy
+// listening on remote.
+func (u *upstreams) reason(local, remote string) string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.listens[addr] = name
-}
-
-// Upstream implements [UpstreamReporter].
-func (u *upstreamLog) Upstream(local, remote string, dialed time.Time) string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	name, ok := u.listens[remote]
+	s, ok := u.cur[local]
 	if !ok {
-		return "" // not one of this server's proxies
+		s, ok = u.old[local]
 	}
-	if err, ok := u.failed[local]; ok {
-		delete(u.failed, local)
-		return err
-	}
-	if u.linked[local] || u.older[local] {
+	switch {
+	case !ok || s.proxy != remote:
+		return "" // not one of this server's clients, or forgotten
+	case s.err != "":
+		return s.err
+	case !s.linked:
+		return "the proxy's connect to the service was still pending"
+	case s.taken || s.conn == nil:
 		return ""
 	}
-	d, ok := u.pending[name]
-	switch {
-	case ok && d.client == local:
-		return "the proxy's connect to the service was still pending"
-	case ok && dialed.After(u.forgetBefore):
-		// Accepts and dials are one loop: a connection not yet seen (and
-		// too recent to have been forgotten) waits in the proxy's backlog
-		// behind the pending dial.
-		return "the proxy had not accepted it yet: it was still waiting on a connect to the service"
+	// Look again if it is still open: the last look may be a moment old.
+	if sent, acked, ok := sentAcked(s.conn); ok {
+		s.look(sent > 0, acked > 1, time.Now())
+	}
+	if !s.taken && !s.waiting.IsZero() && s.looked.Sub(s.waiting) >= untakenAfter {
+		return untaken
 	}
 	return ""
 }

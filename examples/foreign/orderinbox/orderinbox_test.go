@@ -264,3 +264,85 @@ func TestScenario(t *testing.T) {
 		})
 	}
 }
+
+// The correct consumer under poison-message through a scenario file: the
+// order's amount (9,999,999,999) does not fit its integer column, so every
+// delivery fails and is naked, until the broker gives up at its
+// MaxDeliver — the contract's max_deliveries, 10 by default. With no
+// invariants named, the fault judges bounded-redelivery beside the
+// consumer's two, and it catches the message left unsettled where the
+// broker gave up on it; the other orders are booked once each.
+func TestScenario_PoisonMessage(t *testing.T) {
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := pgtest.Database(t)
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), orderinbox.Schema); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close(t.Context())
+	t.Setenv("ORDERINBOX", bin)
+	t.Setenv("ORDERS_DSN", dsn)
+	file := filepath.Join(t.TempDir(), "poison.yaml")
+	if err := os.WriteFile(file, []byte(`name: orderinbox-poison
+broker:
+  kind: nats
+  ack_wait: 500ms
+consumer:
+  command: ["${ORDERINBOX}"]
+  env:
+    DATABASE_URL: "${ORDERS_DSN}"
+messages:
+  count: 6
+  fault: poison-message
+  target: 2
+effects:
+  oracle: sql
+  dsn: ${ORDERS_DSN}
+  query: SELECT '' AS tenant, order_id, 'order ' || id FROM orders
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenarios.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, closeEnv, err := harness.Open(t.Context(), harness.OpenOptions{Kind: harness.EnvLocal, Scenarios: []*scenarios.Scenario{s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEnv(context.WithoutCancel(t.Context()))
+	r.HistoryDir = t.TempDir()
+	out, err := r.Run(t.Context(), s, harness.RunOptions{Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := out.History
+	if !slices.Contains(h.Meta.Invariants, "bounded-redelivery") {
+		t.Fatalf("judged by %v, want bounded-redelivery among them", h.Meta.Invariants)
+	}
+	var poison history.Delivery
+	for _, d := range h.Deliveries {
+		if d.Intent == "m-7-3" {
+			poison = d
+		}
+	}
+	t.Logf("the broker delivered the poison message %d times (%s)", poison.Count, poison.Kind)
+	if poison.Count != checkers.DefaultMaxDeliveries || poison.Kind != history.DeliveryExhausted {
+		t.Errorf("poison message's delivery event %+v, want %d deliveries and exhausted (history %s)", poison, checkers.DefaultMaxDeliveries, out.HistoryPath)
+	}
+	caught := out.Caught()
+	if !slices.Equal(caught, []string{"bounded-redelivery"}) {
+		t.Errorf("caught %v, want bounded-redelivery alone (history %s): %v", caught, out.HistoryPath, out.Steps[0].Result.Failures())
+	} else if f := out.Steps[0].Result.Failures(); !strings.Contains(strings.Join(f, "\n"), "never terminated or dead-lettered") {
+		t.Errorf("bounded-redelivery: %v, want the poison message left unsettled once the broker gave up", f)
+	}
+	if len(h.Effects) != 5 {
+		t.Errorf("%d orders booked, want the 5 good ones", len(h.Effects))
+	}
+}

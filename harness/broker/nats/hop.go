@@ -19,24 +19,32 @@ import (
 // text protocol from the client and hands every ack (a PUB or HPUB to a
 // $JS.ACK subject) to the run's hook before the server sees it, so that a
 // fault can hold an ack back while it kills the consumer (the effect done,
-// the ack never arriving). What the server sends goes back untouched.
+// the ack never arriving). What the server sends goes back untouched, read
+// on the way for the reply subject of each delivery (MSG or HMSG), whose
+// $JS.ACK tokens carry the broker's count of that message's deliveries.
 type hop struct {
 	ln       net.Listener
 	upstream string
 	way      addrgate.Way
+	// delivered receives the stream sequence and delivery count of each
+	// delivery the server sends a consumer.
+	delivered func(seq, count uint64)
 
 	mu    sync.Mutex
 	hook  func(broker.Ack) bool
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+	// open, while a restart is under way, is closed when the new server
+	// is ready: a consumer reconnecting meanwhile waits for it.
+	open chan struct{}
 }
 
-func startHop(ctx context.Context, g *addrgate.Gate, upstream string) (*hop, error) {
+func startHop(ctx context.Context, g *addrgate.Gate, upstream string, delivered func(seq, count uint64)) (*hop, error) {
 	ln, err := g.Listen(ctx, "", setting+" consumer link")
 	if err != nil {
 		return nil, err
 	}
-	h := &hop{ln: ln, upstream: upstream, way: g.For(setting), conns: map[net.Conn]struct{}{}}
+	h := &hop{ln: ln, upstream: upstream, way: g.For(setting), conns: map[net.Conn]struct{}{}, delivered: delivered}
 	h.wg.Add(1)
 	go h.accept()
 	return h, nil
@@ -75,7 +83,30 @@ func (h *hop) track(c net.Conn, on bool) {
 	}
 }
 
+// pause holds new consumer connections until resume: the server is being
+// restarted.
+func (h *hop) pause() {
+	h.mu.Lock()
+	h.open = make(chan struct{})
+	h.mu.Unlock()
+}
+
+func (h *hop) resume() {
+	h.mu.Lock()
+	if h.open != nil {
+		close(h.open)
+		h.open = nil
+	}
+	h.mu.Unlock()
+}
+
 func (h *hop) serve(client net.Conn) {
+	h.mu.Lock()
+	open := h.open
+	h.mu.Unlock()
+	if open != nil {
+		<-open // a restart ends (Restart resumes on every path)
+	}
 	up, err := h.way.DialContext(context.Background(), "tcp", h.upstream)
 	if err != nil {
 		_ = client.Close()
@@ -91,7 +122,7 @@ func (h *hop) serve(client net.Conn) {
 	}()
 	done := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(client, up)
+		_ = h.deliver(bufio.NewReader(up), client)
 		_ = client.Close()
 		close(done)
 	}()
@@ -121,8 +152,16 @@ func (h *hop) relay(r *bufio.Reader, up net.Conn) error {
 				if bytes.HasPrefix(op, []byte("HPUB")) || bytes.HasPrefix(op, []byte("hpub")) {
 					data = afterHeaders(data)
 				}
-				if a, ok := parseAck(subj, data); ok && !h.pass(a) {
-					return errors.New("ack dropped")
+				if a, ok := parseAck(subj, data); ok {
+					// What came before the ack goes on before the hook
+					// may hold it: an earlier ack the run waits to see
+					// must not wait behind this one.
+					if err := w.Flush(); err != nil {
+						return err
+					}
+					if !h.pass(a) {
+						return errors.New("ack dropped")
+					}
 				}
 			}
 		}
@@ -138,6 +177,74 @@ func (h *hop) relay(r *bufio.Reader, up net.Conn) error {
 			}
 		}
 	}
+}
+
+// deliver copies the server's protocol to the client, noting the reply
+// subject of every MSG and HMSG on the way.
+func (h *hop) deliver(r *bufio.Reader, client net.Conn) error {
+	w := bufio.NewWriter(client)
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+		if _, werr := w.Write(line); werr != nil {
+			return werr
+		}
+		if err == nil {
+			if n, reply, ok := msgSize(line); ok {
+				if seq, count, ok := replyCount(reply); ok && h.delivered != nil {
+					h.delivered(seq, count)
+				}
+				if _, err := io.CopyN(w, r, int64(n)+2); err != nil { // the payload and its CRLF
+					return err
+				}
+			}
+		}
+		if r.Buffered() == 0 { // nothing more queued: send now
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// msgSize reads a MSG or HMSG line: the payload's total size and the
+// reply subject ("" when it has none).
+func msgSize(line []byte) (int, string, bool) {
+	f := strings.Fields(string(line))
+	var reply string
+	switch {
+	case len(f) < 4:
+		return 0, "", false
+	case strings.EqualFold(f[0], "MSG"):
+		// MSG <subject> <sid> [reply-to] <#bytes>
+		if len(f) == 5 {
+			reply = f[3]
+		}
+	case strings.EqualFold(f[0], "HMSG"):
+		// HMSG <subject> <sid> [reply-to] <#header bytes> <#total bytes>
+		if len(f) == 6 {
+			reply = f[3]
+		}
+	default:
+		return 0, "", false
+	}
+	n, err := strconv.Atoi(f[len(f)-1])
+	if err != nil || n < 0 {
+		return 0, "", false
+	}
+	return n, reply, true
+}
+
+// replyCount reads the run's consumer's delivery count and stream
+// sequence from a delivery's reply subject.
+func replyCount(reply string) (seq, count uint64, ok bool) {
+	if !strings.HasPrefix(reply, "$JS.ACK.") {
+		return 0, 0, false
+	}
+	a, ok := parseAck(reply, nil)
+	return a.Seq, a.Delivered, ok
 }
 
 func (h *hop) pass(a broker.Ack) bool {

@@ -22,10 +22,14 @@
 package nats
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,15 +80,34 @@ type Broker struct {
 	sub *natsgo.Subscription
 	hop *hop
 
+	// opts and srvOpts are what the server was started with, for a
+	// restart in place; advisory watches the broker's max-deliveries
+	// advisories.
+	opts     broker.Options
+	srvOpts  server.Options
+	advisory *natsgo.Subscription
+	// connMu is held for writing while a restart replaces the server and
+	// the harness's connection: what uses them waits for the new ones.
+	connMu sync.RWMutex
+
 	mu   sync.Mutex
 	acks []broker.Ack
 	bad  error // an ack subject the harness could not read
+	// delivered is the broker's delivery count of each message it
+	// delivered (from the deliveries' reply subjects), exhausted the
+	// messages it gave up on (its max-deliveries advisory).
+	delivered map[uint64]uint64
+	exhausted map[uint64]bool
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-var _ broker.Broker = (*Broker)(nil)
+var (
+	_ broker.Broker          = (*Broker)(nil)
+	_ broker.DeliveryCounter = (*Broker)(nil)
+	_ broker.Restarter       = (*Broker)(nil)
+)
 
 // Start starts the server with JetStream, its store under opts.Dir, and
 // creates the run's stream and durable consumer.
@@ -100,7 +123,7 @@ func Start(ctx context.Context, opts broker.Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nats: listen %q: %w", listen, err)
 	}
-	srv, err := server.NewServer(&server.Options{
+	so := server.Options{
 		ServerName: "idemchaos",
 		Host:       host,
 		Port:       port,
@@ -110,17 +133,16 @@ func Start(ctx context.Context, opts broker.Options) (*Broker, error) {
 		NoSigs:     true, // the harness's own signal handling stays in charge
 		// No monitoring, cluster, gateway, leaf or websocket listener:
 		// one listener, the one the gate checked.
-	})
+	}
+	srv, err := startServer(so)
 	if err != nil {
-		return nil, fmt.Errorf("nats: %w", err)
+		return nil, err
 	}
-	go srv.Start()
-	if !srv.ReadyForConnections(readyWithin) {
-		srv.Shutdown()
-		return nil, fmt.Errorf("nats: the embedded server was not ready within %v", readyWithin)
-	}
-	b := &Broker{srv: srv, url: "nats://" + srv.Addr().String()}
-	if b.hop, err = startHop(ctx, opts.Gate, srv.Addr().String()); err != nil {
+	b := &Broker{srv: srv, url: "nats://" + srv.Addr().String(), opts: opts, srvOpts: so,
+		delivered: map[uint64]uint64{}, exhausted: map[uint64]bool{}}
+	// A restart listens where this server did, on the port it was given.
+	b.srvOpts.Port = srv.Addr().(*net.TCPAddr).Port
+	if b.hop, err = startHop(ctx, opts.Gate, srv.Addr().String(), b.sawDelivery); err != nil {
 		srv.Shutdown()
 		return nil, fmt.Errorf("nats: consumer link: %w", err)
 	}
@@ -129,6 +151,21 @@ func Start(ctx context.Context, opts broker.Options) (*Broker, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// startServer starts an embedded server and waits until it accepts
+// connections.
+func startServer(so server.Options) (*server.Server, error) {
+	srv, err := server.NewServer(&so)
+	if err != nil {
+		return nil, fmt.Errorf("nats: %w", err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(readyWithin) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("nats: the embedded server was not ready within %v", readyWithin)
+	}
+	return srv, nil
 }
 
 // hostPort splits a listen address; port 0 becomes the server's "any free
@@ -157,7 +194,9 @@ func (d dialer) Dial(network, address string) (net.Conn, error) {
 	return d.way.DialContext(ctx, network, address)
 }
 
-func (b *Broker) connect(ctx context.Context, opts broker.Options) error {
+// watch connects the harness to the server and subscribes its watches
+// of the consumers' acks and of the broker's max-deliveries advisories.
+func (b *Broker) watch(opts broker.Options) error {
 	nc, err := natsgo.Connect(b.url, natsgo.Name("idemchaos"), natsgo.SetCustomDialer(dialer{opts.Gate.For(setting)}), natsgo.NoReconnect())
 	if err != nil {
 		return fmt.Errorf("nats: connect: %w", err)
@@ -168,11 +207,21 @@ func (b *Broker) connect(ctx context.Context, opts broker.Options) error {
 	if b.sub, err = nc.Subscribe("$JS.ACK.>", b.sawAck); err != nil {
 		return fmt.Errorf("nats: watch acks: %w", err)
 	}
+	if b.advisory, err = nc.Subscribe("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+Stream+"."+Consumer, b.sawExhausted); err != nil {
+		return fmt.Errorf("nats: watch advisories: %w", err)
+	}
 	if err := nc.Flush(); err != nil {
 		return fmt.Errorf("nats: watch acks: %w", err)
 	}
 	if b.js, err = jetstream.New(nc); err != nil {
 		return fmt.Errorf("nats: %w", err)
+	}
+	return nil
+}
+
+func (b *Broker) connect(ctx context.Context, opts broker.Options) error {
+	if err := b.watch(opts); err != nil {
+		return err
 	}
 	if _, err := b.js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:      Stream,
@@ -221,8 +270,8 @@ func (b *Broker) sawAck(m *natsgo.Msg) {
 	b.mu.Unlock()
 }
 
-// parseAck reads an ack of the run's consumer from its subject and body;
-// false for anything else (another consumer's, a nak, "in progress").
+// parseAck reads an ack (or a nak) of the run's consumer from its subject
+// and body; false for anything else (another consumer's, "in progress").
 func parseAck(subject string, data []byte) (broker.Ack, bool) {
 	kind := ackKind(data)
 	if kind == "" {
@@ -251,16 +300,98 @@ func parseAck(subject string, data []byte) (broker.Ack, bool) {
 
 // ackKind reads an ack's body as the server does: empty or +ACK (and +NXT,
 // an ack asking for the next message) acknowledge; +TERM ends the
-// message's deliveries; -NAK and +WPI do neither.
+// message's deliveries; -NAK asks for it again (a nak: it settles
+// nothing); +WPI (in progress) is none of them.
 func ackKind(data []byte) string {
 	s := string(data)
 	switch {
 	case s == "" || strings.HasPrefix(s, "+ACK") || strings.HasPrefix(s, "+NXT"):
-		return "ack"
+		return broker.AckKindAck
 	case strings.HasPrefix(s, "+TERM"):
-		return "term"
+		return broker.AckKindTerm
+	case strings.HasPrefix(s, "-NAK"):
+		return broker.AckKindNak
 	}
 	return ""
+}
+
+// sawDelivery notes a delivery the server sent a consumer: the message's
+// delivery count is the largest the broker gave it.
+func (b *Broker) sawDelivery(seq, count uint64) {
+	b.mu.Lock()
+	b.delivered[seq] = max(b.delivered[seq], count)
+	b.mu.Unlock()
+}
+
+// sawExhausted notes the broker's advisory that a message reached the
+// consumer's MaxDeliver: the server will not deliver it again.
+func (b *Broker) sawExhausted(m *natsgo.Msg) {
+	var adv struct {
+		StreamSeq  uint64 `json:"stream_seq"`
+		Deliveries uint64 `json:"deliveries"`
+	}
+	if err := json.Unmarshal(m.Data, &adv); err != nil || adv.StreamSeq == 0 {
+		b.fail(fmt.Errorf("nats: max-deliveries advisory %q: %v", m.Data, err))
+		return
+	}
+	b.mu.Lock()
+	b.exhausted[adv.StreamSeq] = true
+	b.delivered[adv.StreamSeq] = max(b.delivered[adv.StreamSeq], adv.Deliveries)
+	b.mu.Unlock()
+}
+
+// Deliveries is the broker's count of deliveries of every message it
+// delivered so far (the largest in a delivery's reply subject or a
+// consumer's ack), exhausted when it sent its max-deliveries advisory
+// and no ack or terminate settled the message. It first round-trips the
+// harness's connection, as [Broker.Acks] does.
+func (b *Broker) Deliveries(ctx context.Context) ([]broker.Delivery, error) {
+	acks, err := b.Acks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	counts := maps.Clone(b.delivered)
+	settled := map[uint64]bool{}
+	for _, a := range acks {
+		counts[a.Seq] = max(counts[a.Seq], a.Delivered)
+		settled[a.Seq] = settled[a.Seq] || a.Settles()
+	}
+	out := make([]broker.Delivery, 0, len(counts))
+	for seq, n := range counts {
+		d := broker.Delivery{Seq: seq, Count: n}
+		if b.exhausted[seq] && !settled[seq] {
+			d.Kind = broker.DeliveryExhausted
+		}
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(x, y broker.Delivery) int { return cmp.Compare(x.Seq, y.Seq) })
+	return out, nil
+}
+
+// Restart shuts the server down and starts a new one on the same port
+// with the same store directory: JetStream's file store keeps the stream,
+// the consumer and its delivery counts. The consumers' links are cut with
+// the old server and wait, reconnecting, until the harness's watches are
+// subscribed on the new one, so that no ack goes unseen. ~40 ms here.
+func (b *Broker) Restart(ctx context.Context) error {
+	b.connMu.Lock()
+	defer b.connMu.Unlock()
+	b.hop.pause()
+	defer b.hop.resume()
+	b.nc.Close()
+	b.srv.Shutdown()
+	b.srv.WaitForShutdown()
+	srv, err := startServer(b.srvOpts)
+	if err != nil {
+		return fmt.Errorf("nats: restart: %w", err)
+	}
+	b.srv = srv
+	if err := b.watch(b.opts); err != nil {
+		return fmt.Errorf("nats: restart: %w", err)
+	}
+	return nil
 }
 
 func (b *Broker) fail(err error) {
@@ -300,6 +431,8 @@ func (b *Broker) Publish(ctx context.Context, m broker.Message) (broker.Publishe
 	if m.DedupeID != "" {
 		opts = append(opts, jetstream.WithMsgID(m.DedupeID))
 	}
+	b.connMu.RLock()
+	defer b.connMu.RUnlock()
 	ack, err := b.js.PublishMsg(ctx, msg, opts...)
 	if err != nil {
 		return broker.Published{}, fmt.Errorf("nats: publish %s: %w", m.Intent, err)
@@ -316,7 +449,10 @@ func (b *Broker) Acks(ctx context.Context) ([]broker.Ack, error) {
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
-	if err := b.nc.FlushWithContext(ctx); err != nil {
+	b.connMu.RLock()
+	err := b.nc.FlushWithContext(ctx)
+	b.connMu.RUnlock()
+	if err != nil {
 		return nil, fmt.Errorf("nats: %w", err)
 	}
 	b.mu.Lock()
@@ -327,6 +463,8 @@ func (b *Broker) Acks(ctx context.Context) ([]broker.Ack, error) {
 // Pending is how many messages the stream still holds: with work-queue
 // retention, those no consumer has acknowledged yet.
 func (b *Broker) Pending(ctx context.Context) (uint64, error) {
+	b.connMu.RLock()
+	defer b.connMu.RUnlock()
 	s, err := b.js.Stream(ctx, Stream)
 	if err != nil {
 		return 0, fmt.Errorf("nats: %w", err)
@@ -341,6 +479,8 @@ func (b *Broker) Pending(ctx context.Context) (uint64, error) {
 // Close closes the harness's connection and shuts the server down,
 // waiting until it has.
 func (b *Broker) Close(ctx context.Context) error {
+	b.connMu.Lock()
+	defer b.connMu.Unlock()
 	b.closeOnce.Do(func() {
 		if b.nc != nil {
 			b.nc.Close()

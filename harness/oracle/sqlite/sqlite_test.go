@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/idemchaos/idemchaos/harness/oracle"
 	_ "github.com/idemchaos/idemchaos/harness/oracle/sqlite"
@@ -119,5 +120,30 @@ func TestSQL_ReadingOfAnEmptyTable(t *testing.T) {
 	r, err := oracle.Read(context.Background(), oracle.SQL("sqlite:"+file, "SELECT customer, idem,\n  id FROM orders"))
 	if err != nil || len(r.Effects) != 0 || r.Source != "query SELECT customer, idem, id FROM orders" || r.Got != "0 rows" {
 		t.Fatalf("reading %+v, %v", r, err)
+	}
+}
+
+// Python's datetime.isoformat() text, as a Python service stores it in
+// SQLite, is when a state was written.
+func TestSQL_ReadsPythonsIsoformatAsWrittenAt(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "payments.sqlite")
+	script := `
+import sqlite3, sys
+from datetime import datetime, timezone
+db = sqlite3.connect(sys.argv[1])
+db.execute("CREATE TABLE payments (id TEXT PRIMARY KEY, status TEXT, updated_at TEXT)")
+db.execute("INSERT INTO payments VALUES ('pay_1', 'paid', ?)", (datetime(2026, 12, 2, 7, 0, 1, 250000, tzinfo=timezone.utc).isoformat(),))
+db.commit()
+`
+	if out, err := exec.Command("python3", "-c", script, file).CombinedOutput(); err != nil {
+		t.Fatalf("python3 (test.sh installs it): %v: %s", err, out)
+	}
+	fx, err := oracle.SQL("sqlite:"+file, "SELECT 'provider', id, 'payment ' || id, status AS state, updated_at AS written_at FROM payments").Effects(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fx) != 1 || fx[0].State != "paid" || !fx[0].WrittenAt.Equal(time.Date(2026, 12, 2, 7, 0, 1, 250000000, time.UTC)) {
+		t.Fatalf("got %+v", fx)
 	}
 }

@@ -23,19 +23,36 @@ const (
 	SectionChecker     = "checker"
 	SectionReference   = "reference"
 	SectionStartup     = "startup"
+	SectionConsumers   = "consumers"
+	SectionClients     = "clients"
 	SectionDemo        = "demo"
 )
 
+// SectionTargets is not a section of its own: --only targets runs the
+// sections the Targets table is made of ([TargetSections]) and rewrites
+// that table alone in an existing BENCHMARKS.md.
+const SectionTargets = "targets"
+
+// TargetSections are the sections whose figures make the Targets table.
+func TargetSections() []string {
+	return []string{SectionDetection, SectionFalseAlarms, SectionForeign, SectionDriver, SectionChecker, SectionDemo}
+}
+
 // Sections lists every section, in the order [Run] runs them.
 func Sections() []string {
-	return []string{SectionDetection, SectionFalseAlarms, SectionForeign, SectionDriver, SectionChecker, SectionReference, SectionStartup, SectionDemo}
+	return []string{SectionDetection, SectionFalseAlarms, SectionForeign, SectionDriver, SectionChecker, SectionReference, SectionStartup,
+		SectionConsumers, SectionClients, SectionDemo}
 }
 
 // Options say what to measure and how long for. The zero value is the full
 // bench.
 type Options struct {
-	// Only limits the run to these sections (default: all of [Sections]).
+	// Only limits the run to these sections (default: all of [Sections]);
+	// [SectionTargets] stands for the sections of the Targets table.
 	Only []string
+	// Rewrite, once resolved, is what [Report.Splice] rewrites of an
+	// existing report: the blocks named in Only (nil: every block).
+	Rewrite []string
 	// Seeds is the number of seeds every mutant meets in the detection
 	// section (default 20; [Quick]: 3).
 	Seeds int
@@ -46,11 +63,21 @@ type Options struct {
 	// foreign corpus meets, and ForeignCleanSeeds every correct one
 	// (defaults 20 and 100; [Quick]: 3 and 10).
 	ForeignSeeds, ForeignCleanSeeds int
+	// ForeignSeedList, when set, is the seeds every foreign case meets
+	// instead (flawed and correct alike): a miss seen at seed 52 of a
+	// long run is rerun at seed 52 alone.
+	ForeignSeedList []int64
+	// ForeignCases limits the foreign section to these cases, by name
+	// (default: every case of the corpus).
+	ForeignCases []string
 	// Repeats is the number of samples behind each timing of the driver,
 	// checker and reference sections (default 5).
 	Repeats int
 	// StartupRepeats is the number of start-ups of each environment (default 10).
 	StartupRepeats int
+	// ConsumerMessages is the number of messages behind each rate sample
+	// of the consumers section (default 5000; [Quick]: 1000).
+	ConsumerMessages int
 	// DemoRuns is the number of whole demos timed (default 3).
 	DemoRuns int
 	// Slice is the length of one throughput sample (default 2s).
@@ -77,10 +104,23 @@ type Options struct {
 
 // resolve fills in defaults and checks the section names.
 func (o Options) resolve(quick bool) (Options, error) {
+	o.Rewrite = nil
 	for _, s := range o.Only {
-		if !slices.Contains(Sections(), s) {
-			return o, fmt.Errorf("%w %q (known: %s)", ErrUnknownSection, s, strings.Join(Sections(), ", "))
+		if s != SectionTargets && !slices.Contains(Sections(), s) {
+			return o, fmt.Errorf("%w %q (known: %s, %s)", ErrUnknownSection, s, strings.Join(Sections(), ", "), SectionTargets)
 		}
+	}
+	if len(o.Only) > 0 {
+		// What the run rewrites is what was named; what it runs, the named
+		// sections and those the Targets table needs.
+		o.Rewrite = slices.Clone(o.Only)
+		var run []string
+		for _, s := range Sections() {
+			if slices.Contains(o.Only, s) || (slices.Contains(o.Only, SectionTargets) && slices.Contains(TargetSections(), s)) {
+				run = append(run, s)
+			}
+		}
+		o.Only = run
 	}
 	if len(o.Only) == 0 {
 		o.Only = Sections()
@@ -105,6 +145,7 @@ func (o Options) resolve(quick bool) (Options, error) {
 	def(&o.ForeignCleanSeeds, 100, 10)
 	def(&o.Repeats, 5, 3)
 	def(&o.StartupRepeats, 10, 3)
+	def(&o.ConsumerMessages, 5000, 1000)
 	def(&o.DemoRuns, 3, 1)
 	def(&o.Concurrency, 16, 16)
 	if o.Slice <= 0 {
@@ -158,6 +199,8 @@ type Report struct {
 	Checker     *CheckerResult
 	Reference   *ReferenceResult
 	Startup     *StartupResult
+	Consumers   *ConsumersResult
+	Clients     *ClientsResult
 	Demo        *DemoResult
 	// Load is the load a --loaded run put on the machine (nil otherwise).
 	Load *Load
@@ -269,6 +312,10 @@ func (b *bench) section(name string) func(context.Context) error {
 		return b.reference
 	case SectionStartup:
 		return b.startup
+	case SectionConsumers:
+		return b.consumers
+	case SectionClients:
+		return b.clients
 	}
 	return b.demo
 }
@@ -292,6 +339,10 @@ func (b *bench) bound(name string) time.Duration {
 		return 2*time.Minute + time.Duration(o.Repeats)*12*o.Slice
 	case SectionStartup:
 		return 2*time.Minute + time.Duration(o.StartupRepeats)*time.Minute
+	case SectionConsumers:
+		return 2*time.Minute + time.Duration(o.Repeats)*3*time.Minute
+	case SectionClients:
+		return 10*time.Minute + time.Duration(o.Repeats)*2*time.Minute
 	}
 	return 2*time.Minute + time.Duration(o.DemoRuns)*5*time.Minute
 }

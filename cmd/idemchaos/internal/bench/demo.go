@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/harness/catchmatrix"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -50,18 +51,18 @@ func (b *bench) demo(ctx context.Context) error {
 	return nil
 }
 
-func (b *bench) oneDemo(ctx context.Context, suite []*scenarios.Scenario) (*harness.Matrix, error) {
+func (b *bench) oneDemo(ctx context.Context, suite []*scenarios.Scenario) (*catchmatrix.Matrix, error) {
 	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{Kind: harness.EnvLocal, Standby: true, Scenarios: suite})
 	if err != nil {
 		return nil, err
 	}
 	defer closeEnv(context.WithoutCancel(ctx))
 	r.HistoryDir = b.opts.HistoryDir
-	return r.CatchMatrix(ctx, suite, harness.MatrixOptions{Seed: 1})
+	return catchmatrix.Run(ctx, r, suite, catchmatrix.Options{Seed: 1})
 }
 
 // matrixNote says why a matrix is not OK.
-func matrixNote(m *harness.Matrix) string {
+func matrixNote(m *catchmatrix.Matrix) string {
 	var s string
 	if m.Reference.Err != nil {
 		s += fmt.Sprintf("the reference could not be judged (%v); ", m.Reference.Err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/harness/catchmatrix"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
 
@@ -59,8 +60,8 @@ func (b *bench) detection(ctx context.Context) error {
 	reqs := map[string][]float64{}
 	for i := range b.opts.Seeds {
 		seed := int64(i + 1)
-		m, err := r.CatchMatrix(ctx, suite, harness.MatrixOptions{Seed: seed, SkipReference: i > 0,
-			AfterRun: func(row *harness.MatrixRow, o *harness.Outcome) {
+		m, err := catchmatrix.Run(ctx, r, suite, catchmatrix.Options{Seed: seed, SkipReference: i > 0,
+			AfterRun: func(row *catchmatrix.Row, o *harness.Outcome) {
 				if o == nil {
 					return
 				}

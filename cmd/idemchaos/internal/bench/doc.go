@@ -3,7 +3,8 @@
 // seeds), false alarms (the correct reference × many seeds of storm),
 // harness speed (the driver against wrk, the proxy hop, the checkers against
 // the decoder, the reference against pgbench, environment start-up, the
-// whole demo), written as one Markdown report with the machine it ran on.
+// brokers' start-up and the consumer path against the broker's own client,
+// the client proxy against Toxiproxy, the whole demo), written as one Markdown report with the machine it ran on.
 // `idemchaos bench` runs it; `idemchaos bench --quick` and the package's
 // own test run the short gate CI needs.
 //
@@ -21,7 +22,10 @@
 //     [DetectionResult] ([MutantDetection], [Escape]), [FalseAlarmResult]
 //     ([RunVerdict] and the Verdict* constants; [StormScenario]),
 //     [DriverResult], [CheckerResult] ([CheckerSize]), [ReferenceResult],
-//     [StartupResult], [DemoResult]; [Report.Markdown], [Report.Gate].
+//     [StartupResult], [ConsumersResult], [ClientsResult], [DemoResult];
+//     [Report.Markdown], [Report.Gate].
+//   - [MaybeConsumer]: the consumers section's consumer, a copy of the
+//     program (its main calls it first).
 //   - [Summary] and [Summarize]: the median, p90, min and max of a sample.
 //   - [ErrGate], [ErrUnknownSection].
 package bench

@@ -101,9 +101,17 @@ func (b *bench) foreign(ctx context.Context) error {
 		}
 		return foreign.DB{}, nil, fmt.Errorf("no %s database in the bench", kind)
 	}
+	for _, name := range b.opts.ForeignCases {
+		if !slices.ContainsFunc(foreign.Cases(), func(c foreign.Case) bool { return c.Name == name }) {
+			return fmt.Errorf("bench: no foreign case %q", name)
+		}
+	}
 	res := &ForeignResult{}
 	b.rep.Foreign = res
 	for _, c := range foreign.Cases() {
+		if len(b.opts.ForeignCases) > 0 && !slices.Contains(b.opts.ForeignCases, c.Name) {
+			continue
+		}
 		n := b.opts.ForeignSeeds
 		if c.Correct() {
 			n = b.opts.ForeignCleanSeeds
@@ -111,6 +119,9 @@ func (b *bench) foreign(ctx context.Context) error {
 		seeds := make([]int64, n)
 		for i := range seeds {
 			seeds[i] = int64(i + 1)
+		}
+		if len(b.opts.ForeignSeedList) > 0 {
+			seeds, n = b.opts.ForeignSeedList, len(b.opts.ForeignSeedList)
 		}
 		fc := ForeignCase{Name: c.Name, Class: c.Class, Expect: c.Expect, Verdicts: map[foreign.Verdict]int{}, KnownMiss: foreign.KnownMiss[c.Name]}
 		var times []time.Duration
@@ -221,3 +232,8 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// ParseSeeds reads a list of seeds ("52,61", "30-35,82"; N alone is 1..N)
+// as the foreign corpus's test reads CORPUS_SEEDS: the command's way to
+// the corpus, which ARCHITECTURE.md keeps out of cmd/idemchaos itself.
+func ParseSeeds(s string) ([]int64, error) { return foreign.ParseSeeds(s) }

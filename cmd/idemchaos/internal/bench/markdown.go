@@ -22,11 +22,67 @@ const (
 	scalingLarge          = 1_000_000
 )
 
-// Markdown writes the report as BENCHMARKS.md: the machine, a summary of
-// the targets, then one table per section that ran.
+// Markdown writes the report as a whole BENCHMARKS.md: the machine, a
+// summary of the targets, then one table per section that ran, each block
+// between the markers [Report.Splice] finds it by.
 func (r *Report) Markdown(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	p := func(format string, args ...any) { fmt.Fprintf(bw, format+"\n", args...) }
+	for i, b := range r.blocks() {
+		if i > 0 {
+			bw.WriteString("\n")
+		}
+		bw.WriteString(b.marked())
+	}
+	return bw.Flush()
+}
+
+// block is one generated part of BENCHMARKS.md, between its markers.
+type block struct{ name, text string }
+
+// The block names besides the sections': the title with the machine, the
+// Targets table and the table of the sections that ran.
+const (
+	blockHeader   = "header"
+	blockSections = "sections"
+	blockLoaded   = "loaded"
+)
+
+func beginMarker(name string) string { return "<!-- idemchaos bench: " + name + " -->" }
+func endMarker(name string) string   { return "<!-- /idemchaos bench: " + name + " -->" }
+
+func (b block) marked() string {
+	return beginMarker(b.name) + "\n" + b.text + endMarker(b.name) + "\n"
+}
+
+// blocks renders the report's blocks in document order; a section that
+// did not run has none.
+func (r *Report) blocks() []block {
+	var out []block
+	add := func(name string, f func(printer)) {
+		var sb strings.Builder
+		f(func(format string, args ...any) { fmt.Fprintf(&sb, format+"\n", args...) })
+		if sb.Len() > 0 {
+			out = append(out, block{name, sb.String()})
+		}
+	}
+	add(blockHeader, r.headerMD)
+	add(SectionTargets, r.targetsMD)
+	add(blockSections, r.sectionsMD)
+	add(blockLoaded, r.loadedMD)
+	add(SectionDetection, r.detectionMD)
+	add(SectionFalseAlarms, r.falseAlarmsMD)
+	add(SectionForeign, r.foreignMD)
+	add(SectionDriver, r.driverMD)
+	add(SectionChecker, r.checkerMD)
+	add(SectionReference, r.referenceMD)
+	add(SectionStartup, r.startupMD)
+	add(SectionConsumers, r.consumersMD)
+	add(SectionClients, r.clientsMD)
+	add(SectionDemo, r.demoMD)
+	return out
+}
+
+func (r *Report) headerMD(p printer) {
 	mode := "full"
 	if r.Quick {
 		mode = "quick (CI)"
@@ -37,18 +93,6 @@ func (r *Report) Markdown(w io.Writer) error {
 		"every figure comes from this one run on the machine below.", mode, r.Machine.Date.Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second))
 	p("")
 	r.machineMD(p)
-	r.targetsMD(p)
-	r.sectionsMD(p)
-	r.loadedMD(p)
-	r.detectionMD(p)
-	r.falseAlarmsMD(p)
-	r.foreignMD(p)
-	r.driverMD(p)
-	r.checkerMD(p)
-	r.referenceMD(p)
-	r.startupMD(p)
-	r.demoMD(p)
-	return bw.Flush()
 }
 
 type printer func(format string, args ...any)
@@ -180,6 +224,9 @@ func (r *Report) targetsMD(p printer) {
 	}
 	p("## Targets")
 	p("")
+	p("From the `idemchaos bench` run of %s, %s long (1-min load average %.2f at its start, %.2f at its end).",
+		r.Machine.Date.Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second), r.Machine.Load1Start, r.Machine.Load1End)
+	p("")
 	p("| target | wanted | measured | |")
 	p("|---|---|---|---|")
 	for _, t := range ts {
@@ -191,16 +238,26 @@ func (r *Report) targetsMD(p printer) {
 func (r *Report) sectionsMD(p printer) {
 	p("## Sections")
 	p("")
-	p("| section | time | load before | load after | |")
-	p("|---|---|---|---|---|")
+	p(sectionsHead)
+	p("|---|---|---|---|---|---|")
 	for _, s := range r.Sections {
-		status := "done"
-		if s.Err != "" {
-			status = "**did not finish**: " + oneLine(s.Err)
-		}
-		p("| %s | %s | %.2f | %.2f | %s |", s.Name, s.Elapsed.Round(time.Second), s.Load1Before, s.Load1After, status)
+		p("%s", s.row())
 	}
 	p("")
+}
+
+// sectionsHead is the Sections table's head; its rows are keyed by their
+// first cell, the section's name, when a run's rows are merged into a file's.
+const sectionsHead = "| section | measured | time | load before | load after | |"
+
+// row is the section's line in the Sections table.
+func (s SectionRun) row() string {
+	status := "done"
+	if s.Err != "" {
+		status = "**did not finish**: " + oneLine(s.Err)
+	}
+	return fmt.Sprintf("| %s | %s | %s | %.2f | %.2f | %s |", s.Name, s.Started.UTC().Format("2006-01-02 15:04 MST"),
+		s.Elapsed.Round(time.Second), s.Load1Before, s.Load1After, status)
 }
 
 func (r *Report) detectionMD(p printer) {

@@ -11,6 +11,13 @@
 // counts on the way (successes, 5xx rate, number of keys, last time).
 // Tenant-isolation compares responses across keys, so it runs over a second
 // set of partitions cut by the hash of the response body.
+//
+// A client run's history is cut by intent (its attempts are attributed to
+// their intent by ground truth, whatever key they carry), so every client
+// invariant that judges one intent is exact in its partition; intents that
+// share a key are checked together; what compares all intents (backoff's
+// growth and lockstep, bounded's global budget, the counts in reasons)
+// travels in each checker's [checkers.Part] to the merge.
 package partcheck
 
 import (
@@ -78,6 +85,10 @@ type Summary struct {
 	Interrupted string
 	// Checked lists the key partitions this process checked.
 	Checked []int
+	// KeySequences are, for a client run's history, the keys of each
+	// intent that changed key, in the order sent
+	// ([history.KeySequences]), for the report.
+	KeySequences map[string][]string
 }
 
 const tenantIsolation = "tenant-isolation"
@@ -107,10 +118,6 @@ func Check(name string, o Options) (*Partial, error) {
 	}
 	if err := o.Contract.Validate(); err != nil {
 		return nil, err
-	}
-	names := o.Names
-	if len(names) == 0 {
-		names = checkers.Names()
 	}
 	settings, err := settingsOf(o)
 	if err != nil {
@@ -146,6 +153,10 @@ func Check(name string, o Options) (*Partial, error) {
 	sp, err := SplitFile(in, dir, o.Partitions)
 	if err != nil {
 		return nil, err
+	}
+	names := o.Names
+	if len(names) == 0 {
+		names = checkers.DefaultNames(sp.Meta.Mode)
 	}
 	if sum != nil && sp.Err == nil {
 		// The split stops at the first malformed line or the end: drain
@@ -215,6 +226,7 @@ func Check(name string, o Options) (*Partial, error) {
 	// results of every partition checked so far made ~180 MB.
 	results := make([][]partResult, len(units))
 	facts := make([]checkers.Facts, len(units))
+	seqs := make([]map[string][]string, len(units))
 	errs := make([]error, len(units))
 	// Twin questions (a write acknowledged and lost) are gathered as each
 	// unit is checked.
@@ -236,7 +248,7 @@ func Check(name string, o Options) (*Partial, error) {
 					continue
 				}
 				u := units[i]
-				steps, f, err := checkUnit(ctx, u.parts, u.ordered, u.names, opts, o, sp)
+				steps, f, seq, err := checkUnit(ctx, u.parts, u.ordered, u.names, opts, o, sp)
 				if err != nil {
 					errs[i] = err
 					continue
@@ -247,7 +259,7 @@ func Check(name string, o Options) (*Partial, error) {
 					// counted (in the whole history's step).
 					steps[len(steps)-1][0].Checked += sp.Unrouted[u.body]
 				} else {
-					facts[i] = f
+					facts[i], seqs[i] = f, seq
 				}
 				qMu.Lock()
 				for _, res := range steps {
@@ -312,6 +324,12 @@ func Check(name string, o Options) (*Partial, error) {
 	for i := range units {
 		out.results = append(out.results, results[i]...)
 		out.facts.Add(facts[i])
+		for in, seq := range seqs[i] {
+			if out.KeySequences == nil {
+				out.KeySequences = map[string][]string{}
+			}
+			out.KeySequences[in] = seq
+		}
 	}
 	return out, nil
 }
@@ -343,6 +361,12 @@ func merge(parts []*Partial) (*Summary, checkers.Judgement, error) {
 	for _, p := range parts {
 		sum.Checked = append(sum.Checked, p.Checked...)
 		facts.Add(p.facts)
+		for in, seq := range p.KeySequences {
+			if sum.KeySequences == nil {
+				sum.KeySequences = map[string][]string{}
+			}
+			sum.KeySequences[in] = seq
+		}
 	}
 	n := len(facts.Steps)
 	for _, p := range parts {
@@ -410,7 +434,7 @@ func twinsOf(ctx context.Context, parts []Part, q map[checkers.TwinScope]bool, o
 // partition's own: its end, whether effects were recorded; interruption
 // and truncation are settled at the merge, so that no partition drops its
 // violations.
-func checkUnit(ctx context.Context, parts []Part, ordered bool, names []string, opts []checkers.Option, o Options, sp *Split) ([][]checkers.Part, checkers.Facts, error) {
+func checkUnit(ctx context.Context, parts []Part, ordered bool, names []string, opts []checkers.Option, o Options, sp *Split) ([][]checkers.Part, checkers.Facts, map[string][]string, error) {
 	load := o.Contract.LoadOptions()
 	h, err := LoadParts(parts, ordered, load)
 	if err == nil {
@@ -419,19 +443,24 @@ func checkUnit(ctx context.Context, parts []Part, ordered bool, names []string, 
 		err = ctx.Err()
 	}
 	if err != nil {
-		return nil, checkers.Facts{}, err
+		return nil, checkers.Facts{}, nil, err
 	}
 	h.End, h.EffectsKnown, h.IntentsKnown = sp.End, sp.EffectsKnown, sp.IntentsKnown
 	h.Interrupted, h.Truncated = "", false
 	facts := checkers.FactsOf(h)
+	var seqs map[string][]string
+	if h.Client() {
+		// A client history's partitions hold whole intents.
+		seqs = history.KeySequences(h)
+	}
 	if len(names) == 0 {
-		return nil, facts, nil
+		return nil, facts, seqs, nil
 	}
 	cs := make([]checkers.Checker, 0, len(names))
 	for _, n := range names {
 		c, err := checkers.ByName(n, opts...)
 		if err != nil {
-			return nil, checkers.Facts{}, err
+			return nil, checkers.Facts{}, nil, err
 		}
 		cs = append(cs, c)
 	}
@@ -451,7 +480,7 @@ func checkUnit(ctx context.Context, parts []Part, ordered bool, names []string, 
 		}
 		steps[k] = res
 	}
-	return steps, facts, nil
+	return steps, facts, seqs, nil
 }
 
 // firstError returns the error of the earliest line, as a load of the

@@ -2,6 +2,7 @@ package partcheck
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,7 +34,7 @@ type tb interface {
 func inMemory(t tb, name string) (*history.History, checkers.Judgement, error) {
 	t.Helper()
 	ct := contractOf(t, name)
-	c, err := checkers.ForContract(ct)
+	c, err := checkers.ForContract(ct, checkers.DefaultNames(modeOf(t, name))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +48,21 @@ func inMemory(t tb, name string) (*history.History, checkers.Judgement, error) {
 		return nil, checkers.Judgement{}, err
 	}
 	return h, checkers.Judge(h, c, ct.Options()...), nil
+}
+
+// modeOf returns the mode of the history's meta event ("client" for a
+// client run's).
+func modeOf(t tb, name string) string {
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var meta history.Event
+	if err := history.NewReader(f).Next(&meta); err != nil {
+		return ""
+	}
+	return meta.Mode
 }
 
 func contractOf(t tb, name string) checkers.Contract {
@@ -167,30 +184,12 @@ func goldens(t *testing.T) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range m {
-			// A client run's history is checked in memory: a split by key
-			// would cut a re-keying client's intent apart, and the client
-			// invariants compare intents (keys, backoff, budgets) across
-			// partitions. `check` refuses to partition one.
-			if !clientRun(t, f) {
-				files = append(files, f)
-			}
-		}
+		files = append(files, m...)
 	}
 	if len(files) < 50 {
 		t.Fatalf("found %d golden histories, expected the whole set", len(files))
 	}
 	return files
-}
-
-// clientRun says the history's first line is a client run's meta event.
-func clientRun(t *testing.T, name string) bool {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, _, _ := bytes.Cut(b, []byte("\n"))
-	return bytes.Contains(first, []byte(`"mode":"client"`))
 }
 
 func TestGoldenHistoriesSameAsInMemory(t *testing.T) {
@@ -511,12 +510,12 @@ func TestInterruptSparesTheChecksOfALoadedUnit(t *testing.T) {
 	}
 	o := Options{Partitions: 2, Only: -1, Contract: checkers.DefaultContract()}
 	// Not interrupted, the unit is checked: the test below can fail.
-	if res, _, err := checkUnit(context.Background(), sp.KeyParts[:1], true, []string{"exactly-once"}, nil, o, sp); err != nil || len(res) == 0 || res[0][0].Checked == 0 {
+	if res, _, _, err := checkUnit(context.Background(), sp.KeyParts[:1], true, []string{"exactly-once"}, nil, o, sp); err != nil || len(res) == 0 || res[0][0].Checked == 0 {
 		t.Fatalf("uninterrupted: %v, %v", res, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if res, _, err := checkUnit(ctx, sp.KeyParts[:1], true, []string{"exactly-once"}, nil, o, sp); !errors.Is(err, context.Canceled) {
+	if res, _, _, err := checkUnit(ctx, sp.KeyParts[:1], true, []string{"exactly-once"}, nil, o, sp); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted unit: got %v, %v; want context.Canceled", res, err)
 	}
 	if tw, err := twinsOf(ctx, sp.KeyParts[:1], map[checkers.TwinScope]bool{}, nil, o, sp); !errors.Is(err, context.Canceled) {
@@ -526,3 +525,192 @@ func TestInterruptSparesTheChecksOfALoadedUnit(t *testing.T) {
 
 // last is the result of a judgement's last step: the whole history's.
 func last(j checkers.Judgement) checkers.Result { return j.Steps[len(j.Steps)-1].Result }
+
+// TestClientCorpusHistoriesSameAsInMemory checks the real histories of the
+// client corpus (examples/clients: each client, good and flawed, recorded
+// through the probes) cut by intent into N partitions, in one process and
+// as N machines merged: the same verdict, reasons and violations as the
+// whole check. The cross-intent judgements (backoff's lockstep and growth,
+// key-per-intent, the counts in reasons) are made at the merge, from
+// parts that each saw a few intents.
+func TestClientCorpusHistoriesSameAsInMemory(t *testing.T) {
+	files, err := filepath.Glob("../../../../examples/clients/testdata/recorded/*.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 12 {
+		t.Fatalf("found %d recorded client histories, expected the corpus (12)", len(files))
+	}
+	dir := t.TempDir()
+	violated := map[string]bool{}
+	for _, gz := range files {
+		name := filepath.Join(dir, strings.TrimSuffix(filepath.Base(gz), ".gz"))
+		out, err := exec.Command("gzip", "-dc", gz).Output()
+		if err != nil {
+			t.Fatalf("%s: %v", gz, err)
+		}
+		if err := os.WriteFile(name, out, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, want, err := inMemory(t, name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, st := range want.Steps {
+			for _, r := range st.Result.Results {
+				if r.Verdict == checkers.Violated {
+					violated[r.Name] = true
+				}
+			}
+		}
+		for _, n := range []int{2, 7} {
+			same(t, t.TempDir(), name, n)
+		}
+		// The split spreads the intents: at 16 partitions a history of
+		// dozens of intents is checked in many groups, not one — unless
+		// its intents share keys (a key hashed from the body: the
+		// intents of equal orders are checked together).
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := SplitFile(f, t.TempDir(), 16)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared := false
+		for _, st := range want.Steps {
+			for _, r := range st.Result.Results {
+				shared = shared || (r.Name == "key-per-intent" && r.Verdict == checkers.Violated)
+			}
+		}
+		if len(sp.Groups) < 8 && !shared {
+			t.Errorf("%s: 16 partitions made %d groups: the intents are not spread", name, len(sp.Groups))
+		}
+	}
+	// Worth something only if the corpus breaks the invariants that span
+	// intents.
+	for _, inv := range []string{"backoff", "key-per-intent", "bounded", "truthful-outcome", "exactly-once", "key-stable"} {
+		if !violated[inv] {
+			t.Errorf("no recorded client history violates %s", inv)
+		}
+	}
+}
+
+// TestRapidClientHistoriesSameAsInMemory draws client runs' histories dense
+// in what spans intents: an outage hitting every intent (lockstep or
+// jittered retries, growing or fixed waits), keys shared between intents
+// or changed on a retry, a per-intent and a global budget, beliefs true and
+// false, effects attributed or not, intents that sent nothing, steps.
+func TestRapidClientHistoriesSameAsInMemory(t *testing.T) {
+	dir := t.TempDir()
+	seen := map[string]bool{}
+	rapid.Check(t, func(rt *rapid.T) {
+		type line struct {
+			ns  int64
+			raw string
+		}
+		var lines []line
+		add := func(ns int64, format string, args ...any) {
+			lines = append(lines, line{ns, fmt.Sprintf(format, args...)})
+		}
+		jitter := rapid.SampledFrom([]string{"required", "optional"}).Draw(rt, "jitter")
+		meta := fmt.Sprintf(`{"type":"meta","v":1,"scenario":"r","seed":1,"mode":"client","effects_recorded":%v,"client_contract":{"budget":%d,"global_budget":%d,"jitter":"%s","unknown":"%s"}}`,
+			rapid.Bool().Draw(rt, "recorded"), rapid.IntRange(2, 5).Draw(rt, "budget"), rapid.SampledFrom([]int{0, 10, 30}).Draw(rt, "global"),
+			jitter, rapid.SampledFrom([]string{"allowed", "forbidden"}).Draw(rt, "unknown"))
+		if rapid.Bool().Draw(rt, "steps") {
+			add(0, `{"type":"step","name":"first","expect":"clean","ns":0}`)
+			add(2e9, `{"type":"step","name":"second","expect":"violation","ns":2000000000}`)
+		}
+		intents := rapid.IntRange(1, 14).Draw(rt, "intents")
+		lockstep := rapid.Bool().Draw(rt, "lockstep")
+		op := int64(0)
+		for i := range intents {
+			in := fmt.Sprintf("i-%d", i)
+			start := int64(i) * 1e6
+			if rapid.Bool().Draw(rt, "step2") {
+				start += 2e9
+			}
+			if rapid.IntRange(0, 5).Draw(rt, "invocation") > 0 {
+				add(start, `{"type":"invocation","intent":"%s","tenant":"t1","ns":%d,"action":"start","body":"{\"n\":%d}"}`, in, start, rapid.IntRange(0, 2).Draw(rt, "body"))
+			}
+			key := rapid.SampledFrom([]string{in, in, "shared", "k-1", ""}).Draw(rt, "key")
+			ns := start + 1e6
+			wait := int64(100e6)
+			for a := range rapid.IntRange(0, 6).Draw(rt, "attempts") {
+				op++
+				if rapid.IntRange(0, 6).Draw(rt, "rekey") == 0 {
+					key = fmt.Sprintf("%s-%d", in, a)
+				}
+				keyField := ""
+				if key != "" {
+					keyField = `,"key":"` + key + `"`
+				}
+				add(ns, `{"type":"invoke","op":%d,"intent":"%s","tenant":"t1","attempt":%d,"ns":%d,"req":{"method":"POST","path":"/o","body":"{\"n\":1}"}%s}`, op, in, a+1, ns, keyField)
+				end := ns + 2e6
+				switch rapid.IntRange(0, 4).Draw(rt, "outcome") {
+				case 0:
+					add(end, `{"type":"ok","op":%d,"ns":%d,"resp":{"status":201,"body":"{\"id\":\"%s\"}"}}`, op, end, in)
+				case 1:
+					add(ns+5e5, `{"type":"fault","fault":"outage","op":%d,"ns":%d}`, op, ns+5e5)
+					add(end, `{"type":"ok","op":%d,"ns":%d,"resp":{"status":503,"body":"{}"},"by":"proxy","forwarded":false}`, op, end)
+				case 2:
+					ra := rapid.SampledFrom([]int{0, 0, 1000}).Draw(rt, "retry-after")
+					add(end, `{"type":"ok","op":%d,"ns":%d,"resp":{"status":%d,"body":"{}"},"by":"proxy","forwarded":%v,"retry_after_ms":%d}`,
+						op, end, rapid.SampledFrom([]int{429, 502, 422}).Draw(rt, "status"), rapid.Bool().Draw(rt, "forwarded"), ra)
+				case 3:
+					add(end, `{"type":"info","op":%d,"ns":%d,"error":"reset"}`, op, end)
+				default:
+					add(end, `{"type":"ok","op":%d,"ns":%d,"resp":{"status":503,"body":"{}"}}`, op, end)
+				}
+				if !lockstep {
+					wait = rapid.Int64Range(1e6, 400e6).Draw(rt, "wait")
+				} else if rapid.Bool().Draw(rt, "grow") {
+					wait *= 2
+				}
+				ns = end + wait
+			}
+			if b := rapid.IntRange(0, 3).Draw(rt, "belief"); b > 0 {
+				belief := []string{"", "success", "failure", "unknown"}[b]
+				add(ns, `{"type":"belief","intent":"%s","ns":%d,"belief":"%s","exit":%d}`, in, ns, belief, []int{0, 0, 1, 75}[b])
+			}
+			for range rapid.IntRange(0, 2).Draw(rt, "effects") {
+				named := in
+				if rapid.IntRange(0, 4).Draw(rt, "stray") == 0 {
+					named = "i-99"
+				}
+				add(ns+1, `{"type":"effect","intent":"%s","tenant":"t1","key":"%s","effect":"order %s","ns":%d}`, named, key, in, ns+1)
+			}
+		}
+		slices.SortStableFunc(lines, func(a, b line) int { return cmp.Compare(a.ns, b.ns) })
+		var b bytes.Buffer
+		b.WriteString(meta + "\n")
+		for _, l := range lines {
+			b.WriteString(l.raw + "\n")
+		}
+		if rapid.IntRange(0, 5).Draw(rt, "interrupted") == 0 {
+			b.WriteString(`{"type":"interrupted","error":"ctrl-c","ns":9000000000}` + "\n")
+		}
+		name := filepath.Join(dir, "c.jsonl")
+		if err := os.WriteFile(name, b.Bytes(), 0o600); err != nil {
+			rt.Fatal(err)
+		}
+		if _, r, err := inMemory(rt, name); err == nil {
+			for _, st := range r.Steps {
+				for _, res := range st.Result.Results {
+					if res.Verdict == checkers.Violated {
+						seen[res.Name] = true
+					}
+				}
+			}
+		}
+		same(rt, dir, name, rapid.SampledFrom([]int{2, 3, 5}).Draw(rt, "n"))
+	})
+	// The generator must reach the judgements that span intents.
+	for _, inv := range []string{"backoff", "key-per-intent", "bounded", "truthful-outcome", "exactly-once", "key-stable"} {
+		if !seen[inv] {
+			t.Errorf("no drawn history violated %s", inv)
+		}
+	}
+}

@@ -46,6 +46,9 @@ type Partial struct {
 	Interrupted string `json:"interrupted,omitempty"`
 	// Checked lists the key partitions checked.
 	Checked []int `json:"checked"`
+	// KeySequences are, for a client run's history, the keys of each
+	// intent of these partitions that changed key, in the order sent.
+	KeySequences map[string][]string `json:"key_sequences,omitempty"`
 
 	meta    history.Event
 	results []partResult

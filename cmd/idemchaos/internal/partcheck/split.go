@@ -31,7 +31,11 @@ type Split struct {
 	// of its kind, only in that attempt's partition), and the attempts and
 	// effects of the keys whose hash is i. Groups joins the partitions an
 	// intent spanned (a client that changed its key on a retry): a group is
-	// checked as one.
+	// checked as one. A client run's history is cut by intent instead: the
+	// invocation, attempts, belief and effects of the intents whose hash is
+	// i, whatever keys they sent, and Groups joins the partitions of
+	// intents that sent one key (the client invariants that compare intents
+	// by key: key-per-intent, and the causes that name the key's owner).
 	KeyParts []Part
 	Groups   [][]int
 	// BodyParts are the response partitions: the meta event and every attempt
@@ -187,6 +191,7 @@ type openInvoke struct {
 type splitter struct {
 	s      *Split
 	n      int
+	client bool // a client run's history: cut by intent
 	rd     *history.Reader
 	keys   []*partWriter
 	bodies []*partWriter
@@ -226,6 +231,7 @@ type fact struct {
 	tenant   uint64 // invoke: hash of the tenant
 	intent   uint64
 	named    bool   // an intent was given
+	byIntent uint64 // routeHash of the intent: a client history's partition
 	scope    uint64 // hash of (tenant, method, path, key); keyed says there is a key
 	keyed    bool
 	status   int
@@ -234,7 +240,7 @@ type fact struct {
 	errorMsg string // interrupted: why
 	fault    string // fault: its kind, "" for one aimed at one attempt that may stay in its partition
 
-	tk uint64 // effect: TenantKeyHash
+	tk uint64 // effect, and a keyed invoke: TenantKeyHash
 }
 
 // batch is a run of lines read together and parsed by one worker.
@@ -275,6 +281,7 @@ func (sp *splitter) run() error {
 		return err
 	}
 	sp.s.Meta = e
+	sp.client = e.Mode == history.ModeClient
 	sp.s.EffectsKnown = e.EffectsRecorded
 	sp.s.Events++
 	sp.s.End = max(sp.s.End, e.NS)
@@ -416,9 +423,10 @@ func parseFact(p *fastjson.Parser, f *fact) {
 		f.key = routeHash(key)
 		f.tenant = routeHash(v.GetStringBytes("tenant"))
 		if in := v.GetStringBytes("intent"); len(in) > 0 {
-			f.intent, f.named = maphash.Bytes(splitSeed, in), true
+			f.intent, f.named, f.byIntent = maphash.Bytes(splitSeed, in), true, routeHash(in)
 		}
 		if len(key) > 0 {
+			f.tk = tenantKeyHash(v.GetStringBytes("tenant"), key)
 			var hh maphash.Hash
 			hh.SetSeed(splitSeed)
 			for _, s := range [][]byte{v.GetStringBytes("tenant"), v.GetStringBytes("req", "method"), v.GetStringBytes("req", "path"), key} {
@@ -441,10 +449,17 @@ func parseFact(p *fastjson.Parser, f *fact) {
 		f.key = routeHash(v.GetStringBytes("key"))
 		f.tk = tenantKeyHash(v.GetStringBytes("tenant"), v.GetStringBytes("key"))
 		if in := v.GetStringBytes("intent"); len(in) > 0 {
+			f.intent, f.named, f.byIntent = maphash.Bytes(splitSeed, in), true, routeHash(in)
+		}
+	case history.TypeInvocation, history.TypeBelief:
+		if in := v.GetStringBytes("intent"); len(in) > 0 {
+			f.named, f.byIntent = true, routeHash(in)
+		}
+	case history.TypeAck, history.TypeDelivery:
+		f.key = routeHash(v.GetStringBytes("key"))
+		if in := v.GetStringBytes("intent"); len(in) > 0 {
 			f.intent, f.named = maphash.Bytes(splitSeed, in), true
 		}
-	case history.TypeAck:
-		f.key = routeHash(v.GetStringBytes("key"))
 	case history.TypeInterrupted:
 		f.errorMsg = string(v.GetStringBytes("error"))
 	case history.TypeFault:
@@ -460,8 +475,9 @@ func (sp *splitter) part(h uint64) int32 { return int32(h % uint64(sp.n)) }
 func (sp *splitter) route(f *fact) error {
 	line, raw := f.line, f.raw
 	switch f.typ {
-	case history.TypeInvoke, history.TypeOK, history.TypeInfo, history.TypeFail, history.TypeEffect, history.TypeAck, history.TypeMeta, history.TypeFault, history.TypeInterrupted,
-		history.TypeStep, history.TypeBudget, history.TypeEnvironment, history.TypeOracle, history.TypeSettled: // the last five, like an unknown type, go to every key partition
+	case history.TypeInvoke, history.TypeOK, history.TypeInfo, history.TypeFail, history.TypeEffect, history.TypeAck, history.TypeDelivery, history.TypeMeta, history.TypeFault, history.TypeInterrupted,
+		history.TypeStep, history.TypeBudget, history.TypeEnvironment, history.TypeOracle, history.TypeSettled, // these five, like an unknown type, go to every key partition
+		history.TypeInvocation, history.TypeBelief:
 		sp.s.Events++
 		sp.s.End = max(sp.s.End, f.ns)
 	default:
@@ -472,7 +488,20 @@ func (sp *splitter) route(f *fact) error {
 	switch f.typ {
 	case history.TypeInvoke:
 		p := sp.part(f.key)
-		if f.named {
+		switch {
+		case sp.client && f.named:
+			// A client history is cut by intent: every attempt of an
+			// intent, whatever key it carried, is in one partition; the
+			// partitions of intents that sent one key are joined after
+			// the split (key-per-intent compares them).
+			sp.s.IntentsKnown = true
+			p = sp.part(f.byIntent)
+			if f.keyed {
+				if err := sp.intent(f.tk, p, false); err != nil {
+					return err
+				}
+			}
+		case f.named:
 			sp.s.IntentsKnown = true
 			if err := sp.intent(f.intent, p, false); err != nil {
 				return err
@@ -525,16 +554,34 @@ func (sp *splitter) route(f *fact) error {
 		// never invoked); joined after the split with the partitions of
 		// its intent's invokes, before or after it, if there are any.
 		p := sp.part(f.key)
-		if f.named {
+		switch {
+		case sp.client && f.named:
+			// With its intent; an effect naming no intent is counted
+			// against none, wherever it is.
+			p = sp.part(f.byIntent)
+		case f.named:
 			if err := sp.intent(f.intent, p, true); err != nil {
 				return err
 			}
 		}
 		return sp.keys[p].write(line, raw)
-	case history.TypeAck:
+	case history.TypeInvocation, history.TypeBelief:
+		if sp.client && f.named {
+			return sp.keys[sp.part(f.byIntent)].write(line, raw)
+		}
+	case history.TypeAck, history.TypeDelivery:
 		// By its key, with the message's publishes and the effects that
-		// name its key: no-lost-message looks for its effect there.
-		return sp.keys[sp.part(f.key)].write(line, raw)
+		// name its key: no-lost-message looks for its effect there, and
+		// bounded-redelivery for its publish, acks and delivery count.
+		// Named by its intent, it is joined after the split with the
+		// partitions of that intent's publishes, as an effect is.
+		p := sp.part(f.key)
+		if f.named && !sp.client {
+			if err := sp.intent(f.intent, p, true); err != nil {
+				return err
+			}
+		}
+		return sp.keys[p].write(line, raw)
 	case history.TypeInterrupted:
 		sp.s.Interrupted = f.errorMsg
 		if sp.s.Interrupted == "" {

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/cmd/idemchaos/internal/scaffold"
 	"github.com/idemchaos/idemchaos/harness"
+	"github.com/idemchaos/idemchaos/harness/catchmatrix"
 	"github.com/idemchaos/idemchaos/reference"
 	"github.com/idemchaos/idemchaos/scenarios"
 )
@@ -69,13 +71,21 @@ func TestGenerated_CatchesEveryMutantOfTheReference(t *testing.T) {
 	defer closeEnv(context.WithoutCancel(ctx))
 	r.HistoryDir = t.TempDir()
 
-	m, err := r.CatchMatrix(ctx, suite, harness.MatrixOptions{Seed: 1})
+	m, err := catchmatrix.Run(ctx, r, suite, catchmatrix.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !m.Reference.Clean || m.Reference.Err != nil {
 		for _, o := range m.Reference.Runs {
 			t.Logf("reference %s: caught %v, history %s", o.Scenario.Name, o.Caught(), o.HistoryPath)
+			for _, st := range o.Steps {
+				t.Logf("  step %s (expect %s): met=%v verdict=%v reason=%q", st.Name, st.Expect, st.Met, st.Result.Verdict, st.Result.Reason)
+				for _, c := range st.Result.Results {
+					if c.Verdict != checkers.Pass {
+						t.Logf("    %s: %v %s", c.Name, c.Verdict, c.Reason)
+					}
+				}
+			}
 		}
 		t.Errorf("the correct reference is not clean under the generated suite: %v (err %v)", m.Reference.By, m.Reference.Err)
 	}
@@ -87,7 +97,7 @@ func TestGenerated_CatchesEveryMutantOfTheReference(t *testing.T) {
 		}
 	}
 	if len(escaped) > 0 {
-		m2, err := r.CatchMatrix(ctx, suite, harness.MatrixOptions{Seed: 2, SkipReference: true, Mutants: escaped})
+		m2, err := catchmatrix.Run(ctx, r, suite, catchmatrix.Options{Seed: 2, SkipReference: true, Mutants: escaped})
 		if err != nil {
 			t.Fatal(err)
 		}
