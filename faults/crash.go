@@ -218,7 +218,9 @@ func killAt(ctx context.Context, w World, kind, name, point string, restart, arm
 		select {
 		case <-died:
 		case <-ctx.Done():
-			return nil // nothing reached the point; Heal disarms it
+			if !diedAtTheEnd(w, name, point, died) {
+				return nil // nothing reached the point, and now nothing will
+			}
 		}
 	}
 	detail := map[string]any{"process": name, "point": point}
@@ -240,6 +242,37 @@ func killAt(ctx context.Context, w World, kind, name, point string, restart, arm
 	w.Record(kind, "heal", 0, map[string]any{"process": name, "restart_ms": time.Since(start).Milliseconds()})
 	return nil
 }
+
+// diedAtTheEnd settles a wait for a crash point that ended with the step:
+// the point is turned off, and it says whether the process reached it
+// anyway. The step's last answer can be the very one the point kills after
+// (after-response-before-commit): the driver has its response, the step
+// ends, and the process dies a moment later. Left there, the service would
+// stay dead through every later step. A live process answers the disarm
+// (the point cannot fire after that); a dying one cannot, and its exit
+// shows within [exitShows].
+func diedAtTheEnd(w World, name, point string, died <-chan struct{}) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), exitShows)
+	defer cancel()
+	if w.Failpoint(ctx, name, point, "off", 0) == nil {
+		select {
+		case <-died: // it fired between the step's end and the disarm
+			return true
+		default:
+			return false
+		}
+	}
+	select {
+	case <-died:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// exitShows bounds how long a process that did not answer a disarm is
+// given for its death to be reaped.
+const exitShows = 2 * time.Second
 
 func disarm(ctx context.Context, w World, name, point string) error {
 	if point == "now" || w.Process(name) == nil {

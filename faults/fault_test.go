@@ -85,6 +85,9 @@ type fakeWorld struct {
 	process  *fakeProcess
 	purgeErr error
 	stuck    bool // an armed crash point is never reached
+	// lateHit: the armed point is reached only as the step ends; the
+	// disarm finds the process dying and gets no answer.
+	lateHit bool
 	hooked   bool // the process is killed by a hook (no failpoints)
 }
 
@@ -120,8 +123,12 @@ func (w *fakeWorld) Process(name string) faults.Process {
 }
 func (w *fakeWorld) Failpoint(_ context.Context, process, point, action string, count int) error {
 	w.log("failpoint " + process + " " + point + " " + action)
-	if action == "crash" && w.process != nil && !w.stuck {
+	if action == "crash" && w.process != nil && !w.stuck && !w.lateHit {
 		w.process.die()
+	}
+	if action == "off" && w.lateHit && w.process != nil {
+		go w.process.die() // reaped a moment after the refused disarm
+		return errors.New("connection refused")
 	}
 	return nil
 }
@@ -315,6 +322,38 @@ func TestCrash_AimedArmsBeforeTheAttempt(t *testing.T) {
 	}
 	if len(stuck.events) != 0 || stuck.calls[len(stuck.calls)-1] != "failpoint service after-claim off" {
 		t.Fatalf("unreached point: events %v, calls %v; want no crash and the point disarmed", stuck.events, stuck.calls)
+	}
+}
+
+// The step's last answer can be the one the point kills after: the step
+// ends with the point reached but the death not yet reaped. The crash still
+// counts, and the service comes back; left dead, it would refuse every later
+// step's requests.
+func TestCrash_PointReachedAsTheStepEndsStillRestarts(t *testing.T) {
+	t.Parallel()
+	for _, timed := range []bool{false, true} {
+		p := newFakeProcess()
+		w := &fakeWorld{process: p, lateHit: true}
+		f := &faults.Crash{Point: "after-response-before-commit"}
+		if timed {
+			_ = f.Validate()
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // the step ended before the death was reaped
+			if err := f.Apply(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			route(t, f, w, faults.Attempt{Op: 28, Number: 1})
+		}
+		if err := f.Heal(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+		w.mu.Lock()
+		events := strings.Join(w.events, "|")
+		w.mu.Unlock()
+		if p.restarts != 1 || events != "crash fire|crash heal" {
+			t.Fatalf("timed %v: restarts %d, events %q; want the late death recorded and undone", timed, p.restarts, events)
+		}
 	}
 }
 

@@ -83,6 +83,9 @@ func TestGenerated_CatchesEveryMutantOfTheReference(t *testing.T) {
 				for _, c := range st.Result.Results {
 					if c.Verdict != checkers.Pass {
 						t.Logf("    %s: %v %s", c.Name, c.Verdict, c.Reason)
+						for _, v := range c.Violations[:min(2, len(c.Violations))] {
+							t.Logf("      %s", v)
+						}
 					}
 				}
 			}
