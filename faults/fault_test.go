@@ -88,7 +88,7 @@ type fakeWorld struct {
 	// lateHit: the armed point is reached only as the step ends; the
 	// disarm finds the process dying and gets no answer.
 	lateHit bool
-	hooked   bool // the process is killed by a hook (no failpoints)
+	hooked  bool // the process is killed by a hook (no failpoints)
 }
 
 var _ faults.World = (*fakeWorld)(nil)
