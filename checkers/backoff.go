@@ -41,9 +41,9 @@ const (
 // between an answer and the intent's next attempt grow, and intents hit by
 // the same fault do not retry in lockstep (when the client contract's
 // jitter is "required", the default). Waits dictated by Retry-After are
-// left out. Growth is judged on the median wait before each retry across
-// the intents (the n-th retry of every intent together), so that jitter
-// and a loaded machine's noise do not decide it; a wait shorter than the
+// left out. Growth is judged on the typical wait before each retry across
+// the intents (the n-th retry of every intent together: [typicalWait]),
+// so that jitter and a loaded machine's noise do not decide it; a wait shorter than the
 // contract's min_backoff_ms is a violation of its intent.
 func Backoff(opts ...Option) Checker { return backoff{newConfig(opts)} }
 
@@ -210,18 +210,14 @@ func (t *backoffTally) judge(name string) []Violation {
 
 // growth judges the median wait before each retry across the intents.
 func (t *backoffTally) growth() (Violation, bool) {
-	type med struct {
-		retry int
-		m     time.Duration
-		n     int
-	}
+
 	var meds []med
 	for i, w := range t.Waits {
 		if len(w) < 2 {
 			continue
 		}
 		slices.Sort(w)
-		meds = append(meds, med{i + 1, w[len(w)/2], len(w)})
+		meds = append(meds, med{i + 1, typicalWait(w), len(w)})
 	}
 	if len(meds) == 0 {
 		return Violation{}, false
@@ -231,10 +227,22 @@ func (t *backoffTally) growth() (Violation, bool) {
 		v.Ops = slices.Clone(v.Ops)
 		return v
 	}
+	heading := func() string {
+		for _, m := range meds {
+			if m.n >= lockstepSamples {
+				return "typical waits"
+			}
+		}
+		return "median waits"
+	}
 	list := func() string {
 		parts := make([]string, len(meds))
 		for i, m := range meds {
-			parts[i] = fmt.Sprintf("%s before retry %d (%d intents)", ms(m.m), m.retry, m.n)
+			q := ""
+			if m.n >= lockstepSamples {
+				q = " lower quartile"
+			}
+			parts[i] = fmt.Sprintf("%s%s before retry %d (%d intents)", ms(m.m), q, m.retry, m.n)
 		}
 		return strings.Join(parts, ", ")
 	}
@@ -242,8 +250,8 @@ func (t *backoffTally) growth() (Violation, bool) {
 	for i, m := range meds {
 		if i > 0 && m.m < top.m/2 {
 			v := point()
-			v.Explanation = fmt.Sprintf("the backoff starts over: the median wait before retry %d was %s after a median wait of %s before retry %d (median waits: %s); each wait must be at least as long as half the longest before it.",
-				m.retry, ms(m.m), ms(top.m), top.retry, list())
+			v.Explanation = fmt.Sprintf("the backoff starts over: the %s before retry %d was %s after a %s of %s before retry %d (%s: %s); each wait must be at least as long as half the longest before it.",
+				m.what(), m.retry, ms(m.m), top.what(), ms(top.m), top.retry, heading(), list())
 			v.Cause = "layered retries: a retry loop around a client that already retries restarts its backoff from the shortest delay on every round (and multiplies its attempts); keep one retry loop"
 			return v, true
 		}
@@ -253,11 +261,41 @@ func (t *backoffTally) growth() (Violation, bool) {
 	}
 	if first, last := meds[0], meds[len(meds)-1]; len(meds) >= 3 && float64(last.m) < growthEnd*float64(first.m) {
 		v := point()
-		v.Explanation = fmt.Sprintf("the waits between attempts do not grow: median waits %s; a client must back off, each wait longer than the last, so that its retries do not keep an overloaded upstream down.", list())
+		v.Explanation = fmt.Sprintf("the waits between attempts do not grow: %s %s; a client must back off, each wait longer than the last, so that its retries do not keep an overloaded upstream down.", heading(), list())
 		v.Cause = "a fixed delay between retries (or Retry-After ignored in favour of a constant): back off exponentially, with jitter"
 		return v, true
 	}
 	return Violation{}, false
+}
+
+// typicalWait is the wait a retry round stands for, from its sorted waits:
+// the lower quartile once there are [lockstepSamples] of them, the median
+// below that. Scheduling noise only adds delay, and a stall of a loaded
+// machine adds it to many intents at one moment: half the crowd woken
+// 200 ms late moves the median of a 25–75 ms first retry past the second
+// retry's, and a correct backoff reads as one that does not grow. The
+// lower quartile stays with what the client chose. A few waits keep the
+// median: the least of two fully jittered waits says little.
+func typicalWait(sorted []time.Duration) time.Duration {
+	if len(sorted) >= lockstepSamples {
+		return sorted[len(sorted)/4]
+	}
+	return sorted[len(sorted)/2]
+}
+
+// med is one retry round's typical wait, over n intents.
+type med struct {
+	retry int
+	m     time.Duration
+	n     int
+}
+
+// what names the measure m is.
+func (m med) what() string {
+	if m.n >= lockstepSamples {
+		return "lower-quartile wait"
+	}
+	return "median wait"
 }
 
 // hitKey names the intents one fault hit in one step: the fault kind of a

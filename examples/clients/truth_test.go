@@ -363,9 +363,10 @@ func judge(seen map[string][]invocation) map[string]string {
 	return broke
 }
 
-// backoff judges growth and jitter on the outage probe: the median gap
-// of each retry across the crowd must not fall below half the longest
-// median gap before it and must end at least 1.5× the first; and the gaps
+// backoff judges growth and jitter on the outage probe: the typical gap
+// of each retry across the crowd (the lower quartile of eight or more, the
+// median of fewer) must not fall below half the longest typical gap before
+// it and must end at least 1.5× the first; and the gaps
 // of every retry must spread across the crowd. The spread is the
 // interquartile range, which the few processes a loaded machine wakes late
 // do not move: a no-jitter client's is scheduling noise, and one retry
@@ -393,7 +394,14 @@ func backoff(seen map[string][]invocation) string {
 			}
 			sort.Slice(g, func(i, j int) bool { return g[i] < g[j] })
 			m := g[len(g)/2]
-			med = append(med, m)
+			// Growth reads the lower quartile of eight or more, as the
+			// checker does: a stall that wakes half the crowd late
+			// moves the median, not what the client chose.
+			typical := m
+			if len(g) >= 8 {
+				typical = g[len(g)/4]
+			}
+			med = append(med, typical)
 			if os.Getenv("TRUTH_DEBUG") != "" {
 				fmt.Println(name, "gaps", g)
 			}
