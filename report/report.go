@@ -5,7 +5,6 @@ import (
 
 	"github.com/idemchaos/idemchaos/checkers"
 	"github.com/idemchaos/idemchaos/harness"
-	"github.com/idemchaos/idemchaos/harness/catchmatrix"
 	"github.com/idemchaos/idemchaos/history"
 )
 
@@ -249,28 +248,6 @@ func FromPartitioned(file string, h *history.History, j checkers.Judgement, seqs
 		keys = func(intent string) []string { return capped(seqs[intent]) }
 	}
 	return fromJudgement(file, h, j, keys)
-}
-
-// FromMatrix turns demo's catch matrix into its report form.
-func FromMatrix(m *catchmatrix.Matrix) *Matrix {
-	row := func(r catchmatrix.Row) MatrixRow {
-		out := MatrixRow{Mutant: r.Mutant, Pitfall: r.Pitfall, Expected: r.Expected, Caught: r.Caught, Clean: r.Clean,
-			By: append([]string{}, r.By...), Scenario: r.Scenario, ElapsedMS: r.Elapsed.Milliseconds(), Requests: r.Requests, Runs: len(r.Runs)}
-		for _, o := range r.Runs {
-			if o.Met() {
-				out.CleanRuns++
-			}
-		}
-		if r.Err != nil {
-			out.Error = r.Err.Error()
-		}
-		return out
-	}
-	out := &Matrix{Reference: row(m.Reference), ElapsedMS: m.Elapsed.Milliseconds(), OK: m.OK()}
-	for _, r := range m.Mutants {
-		out.Mutants = append(out.Mutants, row(r))
-	}
-	return out
 }
 
 // New assembles a report and its exit code from runs: 3 when the

@@ -113,58 +113,6 @@ func WriteText(w io.Writer, rep Report) {
 	}
 }
 
-// WriteSeeds prints the summary of a run over many seeds (run --seeds):
-// the violations and the lines of the runs that failed — every run's with
-// verbose — then one tally line per scenario, in the order first run.
-func WriteSeeds(w io.Writer, rep Report, verbose bool) {
-	shown := rep
-	if !verbose {
-		shown.Runs = nil
-		for _, run := range rep.Runs {
-			if !passed(run) {
-				shown.Runs = append(shown.Runs, run)
-			}
-		}
-	}
-	WriteText(w, shown)
-	type count struct{ passed, failed, inconclusive, errors int }
-	var order []string
-	counts := map[string]*count{}
-	for _, run := range rep.Runs {
-		name := run.Label()
-		c := counts[name]
-		if c == nil {
-			c = &count{}
-			counts[name] = c
-			order = append(order, name)
-		}
-		switch {
-		case passed(run):
-			c.passed++
-		case run.Error != "" || run.Verdict == checkers.EnvironmentError.String():
-			c.errors++
-		case run.Verdict == checkers.Unknown.String():
-			c.inconclusive++
-		default:
-			c.failed++
-		}
-	}
-	if len(shown.Runs) > 0 {
-		fmt.Fprintln(w)
-	}
-	for _, name := range order {
-		c := counts[name]
-		fmt.Fprintf(w, "TALLY %s: %d passed, %d failed, %d inconclusive", name, c.passed, c.failed, c.inconclusive)
-		if c.errors > 0 {
-			fmt.Fprintf(w, ", %d environment errors", c.errors)
-		}
-		fmt.Fprintf(w, " (%d seeds)\n", c.passed+c.failed+c.inconclusive+c.errors)
-	}
-}
-
-// passed says every expectation of the run held.
-func passed(run Run) bool { return run.Met && run.Error == "" }
-
 // Label names a run as the text report and the HTML page head it: its
 // scenario (or the history file it checked) and its mutant.
 func (run Run) Label() string {
@@ -206,43 +154,6 @@ func Ops(ops []int64) string {
 		parts[i] = fmt.Sprint(o)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// WriteMatrix prints demo's catch matrix.
-func WriteMatrix(w io.Writer, m *Matrix) {
-	fmt.Fprintln(w, "CATCH MATRIX")
-	fmt.Fprintf(w, "%-22s %-7s %-52s %-26s %8s %6s\n", "system", "result", "caught by", "scenario", "time", "reqs")
-	ref := "CLEAN"
-	if !m.Reference.Clean {
-		ref = "DIRTY"
-	}
-	if m.Reference.Error != "" {
-		ref = "ERROR"
-	}
-	fmt.Fprintf(w, "%-22s %-7s %-52s %-26s %8s %6d\n", "reference (correct)", ref, OrDash(strings.Join(m.Reference.By, ", ")),
-		fmt.Sprintf("%d/%d scenarios clean", m.Reference.CleanRuns, m.Reference.Runs), ms(time.Duration(m.Reference.ElapsedMS)*time.Millisecond), m.Reference.Requests)
-	for _, r := range m.Mutants {
-		res := "CAUGHT"
-		if !r.Caught {
-			res = "MISSED"
-		}
-		fmt.Fprintf(w, "%-22s %-7s %-52s %-26s %8s %6d\n", r.Mutant, res, OrDash(strings.Join(r.By, ", ")), OrDash(r.Scenario),
-			ms(time.Duration(r.ElapsedMS)*time.Millisecond), r.Requests)
-		if r.Error != "" {
-			fmt.Fprintf(w, "%-22s   error: %s\n", "", r.Error)
-		}
-	}
-	caught := 0
-	for _, r := range m.Mutants {
-		if r.Caught {
-			caught++
-		}
-	}
-	verdict := "reference clean, every mutant caught"
-	if !m.OK {
-		verdict = "NOT OK"
-	}
-	fmt.Fprintf(w, "\n%d/%d mutants caught; %s; %s in all\n", caught, len(m.Mutants), verdict, ms(time.Duration(m.ElapsedMS)*time.Millisecond))
 }
 
 // OrDash writes an empty field as "—", so a table's cell is never blank.

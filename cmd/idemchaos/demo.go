@@ -131,7 +131,7 @@ Postgres dies, the disk fills).`,
 			// The matrix is the summary; --json, --junit and --report carry
 			// every run in detail, with demo semantics (see demoRuns).
 			rep := report.New(runs)
-			rep.Matrix = report.FromMatrix(matrix)
+			rep.Matrix = matrixReport(matrix)
 			rep.ExitCode, rep.Verdict = 0, "pass"
 			if !matrix.OK() {
 				rep.ExitCode, rep.Verdict = 1, "violation"

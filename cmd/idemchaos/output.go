@@ -192,9 +192,9 @@ func (o *outputFlags) write(cmd *cobra.Command, rep report.Report, outcomes []*h
 		}
 	} else {
 		if rep.Matrix != nil {
-			report.WriteMatrix(out, rep.Matrix)
+			writeMatrix(out, rep.Matrix)
 		} else if o.seeds {
-			report.WriteSeeds(out, rep, o.verbose)
+			writeSeeds(out, rep, o.verbose)
 		} else {
 			report.WriteText(out, rep)
 		}

@@ -47,7 +47,7 @@ var rules = map[string]rule{
 		"internal/env", "internal/netaddr", "internal/addrgate", "internal/clientpath"}, infra...)},
 	"harness/internal/sut":             {may: []string{"faults", "scenarios", "internal/addrgate", "internal/proxy"}},
 	"harness/docker":                   {may: []string{"faults", "reference", "scenarios", "harness/internal/sut", "internal/dockerenv", "internal/proxy"}},
-	"report":                           {may: []string{"checkers", "harness", "harness/catchmatrix", "history"}},
+	"report":                           {may: []string{"checkers", "harness", "history"}},
 	"harness/catchmatrix":              {may: []string{"harness", "reference", "scenarios"}},
 	"report/htmlpage":                  {may: []string{"checkers", "history", "report"}},
 	"cmd/idemchaos":                    {may: []string{"checkers", "harness", "harness/catchmatrix", "harness/docker", "harness/oracle/mysql", "harness/oracle/sqlite", "harness/broker/nats", "harness/broker/rabbitmq", "harness/broker/redis", "history", "reference", "report", "report/htmlpage", "scenarios", "cmd/idemchaos/internal/...", "internal/dockerenv", "internal/netaddr", "internal/addrgate", "internal/httptoken"}},
