@@ -380,7 +380,11 @@ func TestExample_KubernetesIndexedJobRunsLocally(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			cmd := exec.Command(c.Command[0], append(c.Command[1:], script)...)
-			cmd.Env = append(os.Environ(), append(env, fmt.Sprint("JOB_COMPLETION_INDEX=", k), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"))...)
+			// A fresh slice per pod: appending to the shared env would
+			// write every pod's index into one backing array, and under
+			// load a pod ran as another's shard.
+			pod := append(slices.Clip(env), fmt.Sprint("JOB_COMPLETION_INDEX=", k), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"))
+			cmd.Env = append(os.Environ(), pod...)
 			out, err := cmd.CombinedOutput()
 			pods[k] = out
 			if err != nil {
