@@ -93,6 +93,9 @@ type Broker struct {
 	mu   sync.Mutex
 	acks []broker.Ack
 	bad  error // an ack subject the harness could not read
+	// fences are the markers [Broker.Acks] waits for, by subject.
+	fences map[string]chan struct{}
+	fenceN uint64
 	// delivered is the broker's delivery count of each message it
 	// delivered (from the deliveries' reply subjects), exhausted the
 	// messages it gave up on (its max-deliveries advisory).
@@ -257,6 +260,15 @@ func (b *Broker) connect(ctx context.Context, opts broker.Options) error {
 // <delivered>.<stream seq>.<consumer seq>.<time>.<pending> (v1), or with
 // <domain>.<account hash> before the stream (v2).
 func (b *Broker) sawAck(m *natsgo.Msg) {
+	if strings.HasPrefix(m.Subject, fenceSubject+".") {
+		b.mu.Lock()
+		if ch, ok := b.fences[m.Subject]; ok {
+			close(ch)
+			delete(b.fences, m.Subject)
+		}
+		b.mu.Unlock()
+		return
+	}
 	a, ok := parseAck(m.Subject, m.Data)
 	if !ok {
 		if ackKind(m.Data) != "" && strings.Contains(m.Subject, "."+Stream+"."+Consumer+".") {
@@ -449,15 +461,55 @@ func (b *Broker) Acks(ctx context.Context) ([]broker.Ack, error) {
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
-	b.connMu.RLock()
-	err := b.nc.FlushWithContext(ctx)
-	b.connMu.RUnlock()
-	if err != nil {
+	if err := b.fence(ctx); err != nil {
 		return nil, fmt.Errorf("nats: %w", err)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]broker.Ack(nil), b.acks...), b.bad
+}
+
+// fenceSubject is under the ack subscription's subjects, and names no
+// stream: the server routes it to the harness alone.
+const fenceSubject = "$JS.ACK.idemchaos-fence"
+
+// fence returns once the ack subscription's callback has taken every ack
+// the server had routed to the harness before this call. A flush is not
+// enough: it says the acks reached the harness's connection, while the
+// callback runs on a goroutine of its own, and on a loaded machine an ack
+// the consumer saw confirmed was still queued for it. The server delivers
+// one connection's messages in order, and the callback takes them in
+// order: a marker published now comes back after them.
+func (b *Broker) fence(ctx context.Context) error {
+	b.mu.Lock()
+	b.fenceN++
+	subject := fmt.Sprintf("%s.%d", fenceSubject, b.fenceN)
+	ch := make(chan struct{})
+	if b.fences == nil {
+		b.fences = map[string]chan struct{}{}
+	}
+	b.fences[subject] = ch
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.fences, subject)
+		b.mu.Unlock()
+	}()
+	b.connMu.RLock()
+	err := b.nc.Publish(subject, nil)
+	if err == nil {
+		err = b.nc.FlushWithContext(ctx)
+	}
+	b.connMu.RUnlock()
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the acks routed to the harness were not all taken: %w", ctx.Err())
+	}
 }
 
 // Pending is how many messages the stream still holds: with work-queue
