@@ -37,6 +37,11 @@ type hop struct {
 	// delivered is the node's delivery count of each message it delivered
 	// (x-delivery-count, plus this delivery), by stored copy.
 	delivered map[uint64]uint64
+	// settling is held (read) while a settlement goes on to the node and
+	// is recorded: the node may count it before the hop has written it
+	// down, and [hop.list] waits for it (write) so that what the node no
+	// longer holds is on the list.
+	settling sync.RWMutex
 }
 
 func startHop(ctx context.Context, g *addrgate.Gate, upstream string) (*hop, error) {
@@ -299,19 +304,32 @@ func (h *hop) fromConsumer(l *link, r *bufio.Reader, up net.Conn) error {
 				return errAckDropped
 			}
 		}
-		if _, err := w.Write(f.raw); err != nil {
+		if err := h.forward(l, w, f, r.Buffered() == 0, acks, tags); err != nil {
 			return err
 		}
-		if r.Buffered() == 0 || len(tags) > 0 {
-			if err := w.Flush(); err != nil {
-				return err
-			}
-		}
-		if len(tags) > 0 {
-			l.forget(f.channel, tags)
-			h.record(acks)
+	}
+}
+
+// forward writes f on to the node, and records the settlements it carries
+// once they went: both under settling.
+func (h *hop) forward(l *link, w *bufio.Writer, f frame, idle bool, acks []broker.Ack, tags []uint64) error {
+	if len(tags) > 0 {
+		h.settling.RLock()
+		defer h.settling.RUnlock()
+	}
+	if _, err := w.Write(f.raw); err != nil {
+		return err
+	}
+	if idle || len(tags) > 0 {
+		if err := w.Flush(); err != nil {
+			return err
 		}
 	}
+	if len(tags) > 0 {
+		l.forget(f.channel, tags)
+		h.record(acks)
+	}
+	return nil
 }
 
 var errAckDropped = errors.New("rabbitmq: ack dropped")
@@ -444,6 +462,8 @@ func (h *hop) reset() {
 }
 
 func (h *hop) list() ([]broker.Ack, error) {
+	h.settling.Lock() // a settlement on its way is written down first
+	h.settling.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.acks), h.bad
