@@ -50,7 +50,7 @@ The full run takes 15-25 minutes on 2 cores; progress goes to stderr. --quick is
 gate: every mutant × 3 seeds and the reference × 10 seeds of storm; it exits 1 if a mutant
 escapes or the reference shows a violation or an inconclusive verdict, and writes no file
 unless --out is given. --loaded runs that gate, with storm × 100 seeds, while two CPU-bound
-processes load the machine (stress-ng --cpu 1, or Go burners when stress-ng is missing),
+processes load the machine (stress-ng --cpu 1, or shell busy loops when stress-ng is missing),
 and reports its errors and inconclusive runs (target 0 and 0).
 
 An existing report keeps what was measured by hand: bench rewrites only the blocks between

@@ -1,11 +1,8 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
-	"runtime"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -21,49 +18,45 @@ type Load struct {
 	Load1Start, Load1End float64
 }
 
-// startLoad starts LoadBurners CPU-bound burners: stress-ng processes when
-// stress-ng is installed, else goroutines spinning on locked OS threads (a
-// fresh CI machine may lack stress-ng). stop ends them and waits.
+// startLoad starts LoadBurners CPU-bound processes: stress-ng when it is
+// installed, else shell busy loops (sh is on every machine this runs on).
+// stop ends them and waits.
+//
+// Processes, never goroutines of this one: a machine's other jobs are other
+// processes, which the kernel schedules beside the harness, while burners
+// inside this process take the Go scheduler's processors from the harness
+// itself. Every packet between the service and its database crosses the
+// harness's in-process Toxiproxy, so with two spinning goroutines on this
+// 2-core machine a 5 ms slow-db became tens of milliseconds a round trip,
+// the reference took 0.8 s to restart instead of 50 ms, and storm's
+// correct reference was accused at 6 seeds of 100 of deciding a key 3.4 s
+// after a crash healed — the harness's starvation read as the service's.
 func startLoad() (how string, stop func(), err error) {
+	argv, how := []string{"sh", "-c", "while :; do :; done"}, "`sh -c 'while :; do :; done'`"
 	if path, lerr := exec.LookPath("stress-ng"); lerr == nil {
-		var cmds []*exec.Cmd
-		stop = func() {
-			for _, c := range cmds {
-				_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-				_ = c.Wait()
-			}
-		}
-		for range LoadBurners {
-			// Bounded even if this process dies without stopping it: the
-			// parent-death signal, and stress-ng's own timeout.
-			c := exec.Command(path, "--cpu", "1", "--timeout", "6h", "--quiet")
-			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-			if err := c.Start(); err != nil {
-				stop()
-				return "", nil, fmt.Errorf("start stress-ng: %w", err)
-			}
-			cmds = append(cmds, c)
-		}
-		return fmt.Sprintf("%d × `stress-ng --cpu 1` (each one CPU-bound process)", LoadBurners), stop, nil
+		// stress-ng's own timeout bounds it even if this process dies
+		// without stopping it.
+		argv, how = []string{path, "--cpu", "1", "--timeout", "6h", "--quiet"}, "`stress-ng --cpu 1`"
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
+	var cmds []*exec.Cmd
+	stop = func() {
+		for _, c := range cmds {
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			_ = c.Wait()
+		}
+	}
 	for range LoadBurners {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			x := uint64(1)
-			for ctx.Err() == nil {
-				for range 1 << 16 {
-					x = x*6364136223846793005 + 1442695040888963407
-				}
-			}
-			_ = x
-		}()
+		c := exec.Command(argv[0], argv[1:]...)
+		// Bounded even if this process dies without stopping it: the
+		// parent-death signal.
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := c.Start(); err != nil {
+			stop()
+			return "", nil, fmt.Errorf("start a CPU burner (%s): %w", argv[0], err)
+		}
+		cmds = append(cmds, c)
 	}
-	return fmt.Sprintf("%d Go CPU burners (spinning goroutines on locked OS threads; stress-ng is not installed)", LoadBurners),
-		func() { cancel(); wg.Wait() }, nil
+	return fmt.Sprintf("%d × %s (each one CPU-bound process)", LoadBurners, how), stop, nil
 }
 
 // loadedMD is the section of a loaded run: what loaded the machine, and the
