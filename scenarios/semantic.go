@@ -164,11 +164,6 @@ func (t *tree) checkConsumer() {
 	if t.has("/messages/target") && !t.has("/messages/fault") {
 		t.errorf(t.keyPos("/messages/target"), "messages.target: aims messages.fault, which is not set")
 	}
-	if f, _ := t.str("/messages/fault"); f == MessageFaultBrokerRestart {
-		if k, _ := t.str("/broker/kind"); k == "rabbitmq" {
-			t.errorf(t.posOf("/messages/fault"), "messages.fault: broker-restart restarts the broker in place, which nats and redis do; a rabbitmq node takes seconds to stop and start and is not restarted")
-		}
-	}
 }
 
 // httpURL is the schema's pattern for target.url; the schema reports the rest.

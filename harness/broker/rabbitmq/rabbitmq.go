@@ -60,6 +60,9 @@ type Broker struct {
 	conn *amqp.Connection
 	hop  *hop
 
+	opts broker.Options // as started, for the connection a restart makes again
+
+	// pubMu guards conn and ch (a restart replaces them).
 	pubMu      sync.Mutex
 	ch         *amqp.Channel // in confirm mode
 	maxDeliver int
@@ -75,6 +78,7 @@ var (
 	_ broker.Broker          = (*Broker)(nil)
 	_ broker.DedupeNamer     = (*Broker)(nil)
 	_ broker.DeliveryCounter = (*Broker)(nil)
+	_ broker.Restarter       = (*Broker)(nil)
 )
 
 // Start starts a node under opts.Dir (its directories, configuration,
@@ -105,7 +109,7 @@ func Start(ctx context.Context, opts broker.Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{node: n, url: "amqp://guest:guest@" + n.amqp + "/", dead: map[uint64]bool{}}
+	b := &Broker{node: n, url: "amqp://guest:guest@" + n.amqp + "/", dead: map[uint64]bool{}, opts: opts}
 	if b.hop, err = startHop(ctx, opts.Gate, n.amqp); err != nil {
 		_ = n.stop(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("rabbitmq: consumer link: %w", err)
@@ -298,6 +302,28 @@ func (b *Broker) Pending(context.Context) (int, error) {
 		return 0, fmt.Errorf("rabbitmq: %w", err)
 	}
 	return q.Messages, nil
+}
+
+// Restart stops the node's VM (SIGTERM, a clean stop: see node.restart)
+// and starts it again on the same ports with the same directories,
+// returning once it is ready and the harness is connected again. The queue
+// is a quorum queue and every publish was confirmed: what the node
+// confirmed is in its log, and comes back. The consumers' connections die
+// with the VM; the hop holds their reconnects until the node is back, and
+// a consumer must reconnect (as one does against a real node's restart).
+func (b *Broker) Restart(ctx context.Context) error {
+	b.pubMu.Lock()
+	defer b.pubMu.Unlock()
+	b.hop.pause()
+	defer b.hop.resume()
+	b.hop.cut()
+	if b.conn != nil {
+		_ = b.conn.Close()
+	}
+	if err := b.node.restart(ctx); err != nil {
+		return err
+	}
+	return b.connect(ctx, b.opts)
 }
 
 // Close closes the harness's connection and the hop, stops the node and
