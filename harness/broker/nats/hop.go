@@ -34,9 +34,9 @@ type hop struct {
 	hook  func(broker.Ack) bool
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
-	// open, while a restart is under way, is closed when the new server
-	// is ready: a consumer reconnecting meanwhile waits for it.
-	open chan struct{}
+	// hold keeps a consumer reconnecting during a restart waiting for the
+	// new server.
+	hold broker.RestartHold
 }
 
 func startHop(ctx context.Context, g *addrgate.Gate, upstream string, delivered func(seq, count uint64)) (*hop, error) {
@@ -83,29 +83,10 @@ func (h *hop) track(c net.Conn, on bool) {
 	}
 }
 
-// pause holds new consumer connections until resume: the server is being
-// restarted.
-func (h *hop) pause() {
-	h.mu.Lock()
-	h.open = make(chan struct{})
-	h.mu.Unlock()
-}
-
-func (h *hop) resume() {
-	h.mu.Lock()
-	if h.open != nil {
-		close(h.open)
-		h.open = nil
-	}
-	h.mu.Unlock()
-}
-
 func (h *hop) serve(client net.Conn) {
-	h.mu.Lock()
-	open := h.open
-	h.mu.Unlock()
-	if open != nil {
-		<-open // a restart ends (Restart resumes on every path)
+	if !h.hold.Wait(nil) {
+		_ = client.Close()
+		return
 	}
 	up, err := h.way.DialContext(context.Background(), "tcp", h.upstream)
 	if err != nil {

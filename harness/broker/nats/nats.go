@@ -390,8 +390,8 @@ func (b *Broker) Deliveries(ctx context.Context) ([]broker.Delivery, error) {
 func (b *Broker) Restart(ctx context.Context) error {
 	b.connMu.Lock()
 	defer b.connMu.Unlock()
-	b.hop.pause()
-	defer b.hop.resume()
+	b.hop.hold.Pause()
+	defer b.hop.hold.Resume()
 	b.nc.Close()
 	b.srv.Shutdown()
 	b.srv.WaitForShutdown()

@@ -37,9 +37,9 @@ type hop struct {
 	// delivered is the node's delivery count of each message it delivered
 	// (x-delivery-count, plus this delivery), by stored copy.
 	delivered map[uint64]uint64
-	// open, when set, holds new consumer connections until it is closed:
-	// the node is being restarted.
-	open chan struct{}
+	// hold keeps a consumer reconnecting during a restart waiting for the
+	// node.
+	hold broker.RestartHold
 	// settling is held (read) while a settlement goes on to the node and
 	// is recorded: the node may count it before the hop has written it
 	// down, and [hop.list] waits for it (write) so that what the node no
@@ -116,28 +116,10 @@ type delivery struct {
 	delivered uint64 // the broker's count of deliveries, this one included
 }
 
-// pause holds new consumer connections until resume.
-func (h *hop) pause() {
-	h.mu.Lock()
-	h.open = make(chan struct{})
-	h.mu.Unlock()
-}
-
-func (h *hop) resume() {
-	h.mu.Lock()
-	if h.open != nil {
-		close(h.open)
-		h.open = nil
-	}
-	h.mu.Unlock()
-}
-
 func (h *hop) serve(client net.Conn) {
-	h.mu.Lock()
-	open := h.open
-	h.mu.Unlock()
-	if open != nil {
-		<-open // a restart ends (Restart resumes on every path)
+	if !h.hold.Wait(nil) {
+		_ = client.Close()
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	up, err := h.way.DialContext(ctx, "tcp", h.upstream)

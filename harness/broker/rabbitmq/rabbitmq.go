@@ -314,8 +314,8 @@ func (b *Broker) Pending(context.Context) (int, error) {
 func (b *Broker) Restart(ctx context.Context) error {
 	b.pubMu.Lock()
 	defer b.pubMu.Unlock()
-	b.hop.pause()
-	defer b.hop.resume()
+	b.hop.hold.Pause()
+	defer b.hop.hold.Resume()
 	b.hop.cut()
 	if b.conn != nil {
 		_ = b.conn.Close()

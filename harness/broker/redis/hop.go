@@ -48,9 +48,8 @@ type hop struct {
 	lns   map[int]net.Listener // by link: 0 the shared one, i+1 instance i's
 	hook  func(broker.Ack) bool
 	conns map[net.Conn]struct{}
-	// open is closed while connections may reach the server; a restart
-	// replaces it with an open channel, and a new connection waits for it.
-	open   chan struct{}
+	// hold keeps new connections from the server during a restart.
+	hold   broker.RestartHold
 	closed bool
 	done   chan struct{} // closed by close
 	wg     sync.WaitGroup
@@ -62,8 +61,7 @@ type hop struct {
 const settleAcks = 10 * time.Second
 
 func startHop(ctx context.Context, g *addrgate.Gate, h *hop) error {
-	h.open, h.done = make(chan struct{}), make(chan struct{})
-	close(h.open)
+	h.done = make(chan struct{})
 	h.way, h.gate, h.lns, h.conns = g.For(setting), g, map[int]net.Listener{}, map[net.Conn]struct{}{}
 	_, err := h.listen(ctx, 0)
 	return err
@@ -93,38 +91,6 @@ func (h *hop) addr(link int) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.lns[link].Addr().String()
-}
-
-// pause holds every new connection before it reaches the server until
-// resume: during a restart a consumer's reconnect waits for the new
-// server instead of being refused.
-func (h *hop) pause() {
-	h.mu.Lock()
-	h.open = make(chan struct{})
-	h.mu.Unlock()
-}
-
-func (h *hop) resume() {
-	h.mu.Lock()
-	close(h.open)
-	h.mu.Unlock()
-}
-
-// waitOpen waits while a restart is under way (bounded: a server that
-// does not come back cuts the connection).
-func (h *hop) waitOpen() bool {
-	h.mu.Lock()
-	open := h.open
-	h.mu.Unlock()
-	t := time.NewTimer(30 * time.Second)
-	defer t.Stop()
-	select {
-	case <-open:
-		return true
-	case <-h.done:
-	case <-t.C:
-	}
-	return false
 }
 
 func (h *hop) setHook(f func(broker.Ack) bool) {
@@ -186,7 +152,7 @@ type expect struct {
 }
 
 func (h *hop) serve(client net.Conn, n int) {
-	if !h.waitOpen() {
+	if !h.hold.Wait(h.done) {
 		_ = client.Close()
 		return
 	}

@@ -373,8 +373,8 @@ func (b *Broker) Pending(ctx context.Context) (uint64, error) {
 // its pending list with their delivery counts. Connections through the
 // consumers' link are cut by the kill; a consumer must reconnect.
 func (b *Broker) Restart(ctx context.Context) error {
-	b.hop.pause() // reconnects wait for the new server
-	defer b.hop.resume()
+	b.hop.hold.Pause() // reconnects wait for the new server
+	defer b.hop.hold.Resume()
 	if err := b.srv.Kill(ctx); err != nil && !errors.Is(err, proc.ErrNotRunning) {
 		return fmt.Errorf("redis: restart: %w", err)
 	}
