@@ -88,6 +88,14 @@ func startReference(ctx context.Context, local *env.Local, ref scenarios.Referen
 	// The correct service never reads the replica; a mutant that declares
 	// it does gets one whenever the environment has a standby.
 	if sb := local.Standby(); sb != nil {
+		// The database was made on the primary a moment ago: the service
+		// pings its replica DSN as it starts.
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := sb.CatchUp(cctx, local.Primary())
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("reference target: %w", err)
+		}
 		serve.ReplicaDSN = sb.DSNFor(db)
 	} else if ref.Replica || spec.MutantStandby {
 		return nil, errors.New("reference target: a replica is needed but the environment has no standby")

@@ -3,6 +3,7 @@ package pgcluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,5 +215,33 @@ func waitVisible(ctx context.Context, tb testing.TB, conn *pgx.Conn, id int, wit
 			tb.Fatalf("row %d not visible on the standby within %v", id, within)
 		}
 		<-tick.C
+	}
+}
+
+// A database made and filled on the primary is on the standby once CatchUp
+// returns: what a service started with a replica DSN pings first.
+func TestStandby_CatchUpReplaysANewDatabase(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, sb := pgtest.Primary(t), pgtest.Standby(t)
+	for i := range 3 {
+		db := fmt.Sprintf("t_catch_up_%d", i)
+		dsn, err := c.CreateDatabase(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.DropDatabase(context.Background(), db) })
+		primary := connect(t, dsn)
+		if _, err := primary.Exec(ctx, "CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (7)"); err != nil {
+			t.Fatal(err)
+		}
+		if err := sb.CatchUp(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		var id int
+		if err := connect(t, sb.DSNFor(db)).QueryRow(ctx, "SELECT id FROM t").Scan(&id); err != nil || id != 7 {
+			t.Fatalf("database %s on the standby after CatchUp: id %d, %v", db, id, err)
+		}
 	}
 }
