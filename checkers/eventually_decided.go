@@ -342,18 +342,33 @@ func (c eventuallyDecided) cached5xx(h *history.History, s scope, idx []int32, e
 	var fp uint64
 	marked, found := false, false
 	ct := &c.cfg.contract
+	var firstDone int64 // when the first 5xx was answered
 	for _, i := range idx {
 		if a := &h.Attempts[i]; evidence(a) && a.Outcome == history.OK && a.Status >= 500 {
-			found, fp = true, ct.same(a)
+			found, fp, firstDone = true, ct.same(a), a.Complete
 			break
 		}
 	}
 	if !found {
 		return Violation{}, false
 	}
+	before, from := 0, int64(-1) // the copies sent while the first 5xx ran; the payload's first attempt
 	for _, i := range idx {
 		a := &h.Attempts[i]
 		if !evidence(a) || ct.same(a) != fp {
+			continue
+		}
+		if from < 0 || a.Invoke < from {
+			from = a.Invoke
+		}
+		if !(a.Outcome == history.OK && a.Status >= 500) && a.Invoke < firstDone {
+			// Sent before the first 5xx was answered: a copy told the key
+			// is in flight (the 5xx's execution held it), or one with no
+			// answer, decided nothing; anything else did.
+			if a.Outcome == history.OK && a.Status != c.cfg.profile().InFlight {
+				return Violation{}, false
+			}
+			before++
 			continue
 		}
 		if a.Outcome != history.OK || a.Status < 500 {
@@ -374,17 +389,21 @@ func (c eventuallyDecided) cached5xx(h *history.History, s scope, idx []int32, e
 	if len(same) < 2 || (!marked && !unlikely(len(same), rate)) {
 		return Violation{}, false
 	}
-	from, to := h.Attempts[same[0]].Invoke, h.Attempts[same[len(same)-1]].Complete
+	to := h.Attempts[same[len(same)-1]].Complete
 	n, _ := slices.BinarySearch(successes, from)
 	if n == len(successes) || successes[n] > to {
 		return Violation{}, false // nothing else succeeded meanwhile: the service may be down
 	}
 	ops := opsOf(h, same)
 	a := &h.Attempts[same[0]]
+	which := fmt.Sprintf("all %d of its attempts", len(same))
+	if before > 0 {
+		which = fmt.Sprintf("all %d of its other attempts (%d sent before the first of them was answered %s told the key was in flight, or got no answer)", len(same), before, plural(before, "was", "were"))
+	}
 	return Violation{
 		Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: a.Intent, Ops: ops,
-		Explanation: fmt.Sprintf("%s got the same %d with %s to all %d of its attempts (%s), while other keys succeeded at %s; a retry after a failure must be able to succeed.",
-			describeScope(s), a.Status, quoteBody(a), len(same), opList(ops), at(successes[n])),
+		Explanation: fmt.Sprintf("%s got the same %d with %s to %s (%s), while other keys succeeded at %s; a retry after a failure must be able to succeed.",
+			describeScope(s), a.Status, quoteBody(a), which, opList(ops), at(successes[n])),
 		Cause: "the service stored the 5xx as the key's response and replays it: a failed execution must release the key (or store nothing), not cache the error",
 	}, true
 }
