@@ -220,8 +220,11 @@ func waitVisible(ctx context.Context, tb testing.TB, conn *pgx.Conn, id int, wit
 
 // A database made and filled on the primary is on the standby once CatchUp
 // returns: what a service started with a replica DSN pings first.
+//
+// Not parallel: the shared standby's base backup must not race the other
+// tests' CREATE DATABASEs, whose WAL can recycle the segment it streams
+// (seen once: "requested WAL segment … has already been removed").
 func TestStandby_CatchUpReplaysANewDatabase(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, sb := pgtest.Primary(t), pgtest.Standby(t)
