@@ -51,10 +51,14 @@ type Process struct {
 	up chan struct{}
 }
 
+// outputDrain bounds how long an exit waits for the output pipe to reach
+// EOF.
+const outputDrain = time.Second
+
 // incarnation is one run of the process.
 type incarnation struct {
 	cmd     *exec.Cmd
-	exited  chan struct{} // closed after wait(2)
+	exited  chan struct{} // closed after wait(2) and the output's drain (see outputDrain)
 	ready   bool          // passed its readiness check (guarded by Process.mu)
 	err     error         // valid after exited
 	outDone chan struct{} // closed when the output pipe hits EOF
@@ -187,6 +191,17 @@ func (p *Process) launch() (*incarnation, error) {
 	in := &incarnation{cmd: cmd, exited: make(chan struct{}), outDone: make(chan struct{})}
 	go func() {
 		in.err = cmd.Wait()
+		// The process's last lines may still sit in the pipe when wait(2)
+		// returns: exited means they are in the log and seen by watchers,
+		// so a caller reading the log after Stop or Kill finds them. A
+		// child outside the group can hold the pipe open; the drain is
+		// bounded for it.
+		t := time.NewTimer(outputDrain)
+		select {
+		case <-in.outDone:
+		case <-t.C:
+		}
+		t.Stop()
 		close(in.exited)
 	}()
 	go func() {

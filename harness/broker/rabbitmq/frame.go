@@ -25,6 +25,9 @@ const (
 
 // Class and method ids the hop acts on.
 const (
+	classConnection       = 10
+	methodConnectionClose = 50
+
 	classChannel         = 20
 	methodChannelOpen    = 10
 	methodChannelClose   = 40
@@ -79,6 +82,25 @@ func readFrame(r *bufio.Reader) (frame, error) {
 		return frame{}, errFrameEnd
 	}
 	return frame{typ: hdr[0], channel: binary.BigEndian.Uint16(hdr[1:3]), payload: raw[7 : 7+size], raw: raw}, nil
+}
+
+// connectionClose is a connection.close frame (channel 0) with reply code
+// 320, connection-forced, naming no failing method.
+func connectionClose(text string) []byte {
+	text = text[:min(len(text), 255)]
+	args := make([]byte, 0, 2+1+len(text)+4)
+	args = binary.BigEndian.AppendUint16(args, 320)
+	args = append(args, byte(len(text)))
+	args = append(args, text...)
+	args = binary.BigEndian.AppendUint16(args, 0)
+	args = binary.BigEndian.AppendUint16(args, 0)
+	payload := binary.BigEndian.AppendUint16(nil, classConnection)
+	payload = binary.BigEndian.AppendUint16(payload, methodConnectionClose)
+	payload = append(payload, args...)
+	raw := []byte{frameMethod, 0, 0}
+	raw = binary.BigEndian.AppendUint32(raw, uint32(len(payload)))
+	raw = append(raw, payload...)
+	return append(raw, frameEnd)
 }
 
 // method is a method frame's class and method ids, and its arguments.
