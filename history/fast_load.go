@@ -464,7 +464,7 @@ func (ls *lineScan) scan(line []byte, r *scanned) bool {
 	s.esc = slices.Grow(s.esc, 3*len(line)+16)
 	ls.escBase = unsafe.SliceData(s.esc[:cap(s.esc)])
 	i := s.ws(0)
-	if i >= len(line) || line[i] != '{' {
+	if i >= len(line) || line[i] != '{' || !plainText(line) {
 		return false
 	}
 	f := &ls.fields
@@ -846,9 +846,6 @@ func loadSerial(rd *Reader, h *History, l *loader, z *sizer) (*History, error) {
 		}
 		z.line(len(raw)+1, l)
 		if rd.sawMeta {
-			if err := strictFast(raw, complete, rd.Line()); err != nil {
-				return nil, err
-			}
 			handled, err := l.fast(raw)
 			if err != nil {
 				return nil, &LineError{Line: rd.Line(), Msg: err.Error()}

@@ -3,6 +3,7 @@ package history_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -166,16 +167,19 @@ func TestLoad_AmbiguousLinesRefusedByBoth(t *testing.T) {
 	t.Parallel()
 	inv := `{"type":"invoke","op":1,"ns":1,"key":"k","req":{"method":"POST","path":"/o","body":"{}"}}` + "\n"
 	for name, c := range map[string]struct{ line, want string }{
-		"duplicated op":        {`{"type":"ok","op":1,"op":2,"ns":2,"resp":{"status":201}}`, `line 3: the key "op" twice in one object`},
-		"duplicated, escaped":  {`{"type":"ok","op":1,"\u006fp":2,"ns":2,"resp":{"status":201}}`, `line 3: the key "op" twice`},
-		"duplicated status":    {`{"type":"ok","op":1,"ns":2,"resp":{"status":201,"status":500}}`, `the key "status" twice`},
-		"duplicated type":      {`{"type":"ok","op":1,"type":"info","ns":2,"resp":{"status":201}}`, `the key "type" twice`},
-		"leading zero":         {`{"type":"ok","op":01,"ns":2,"resp":{"status":201}}`, "line 3: the number 01 with a leading zero"},
-		"negative leading 0":   {`{"type":"ok","op":1,"ns":-02,"resp":{"status":201}}`, "the number -02 with a leading zero"},
-		"raw control byte":     {"{\"type\":\"ok\",\"op\":1,\"ns\":2,\"resp\":{\"status\":201,\"body\":\"a\x01b\"}}", "line 3: a raw control byte (0x01) inside a string"},
-		"raw tab in a string":  {"{\"type\":\"ok\",\"op\":1,\"ns\":2,\"resp\":{\"status\":201,\"body\":\"a\tb\"}}", "a raw control byte (0x09)"},
-		"invalid UTF-8":        {"{\"type\":\"ok\",\"op\":1,\"ns\":2,\"resp\":{\"status\":201,\"body\":\"a\xffb\"}}", "line 3: bytes that are not UTF-8 inside a string"},
-		"invalid UTF-8 in key": {"{\"type\":\"ok\",\"op\":1,\"ns\":2,\"x\xc3\":1,\"resp\":{\"status\":201}}", "bytes that are not UTF-8"},
+		"duplicated op":         {`{"type":"ok","op":1,"op":2,"ns":2,"resp":{"status":201}}`, `line 3: the key "op" twice in one object`},
+		"duplicated, escaped":   {`{"type":"ok","op":1,"\u006fp":2,"ns":2,"resp":{"status":201}}`, `line 3: the key "op" twice`},
+		"duplicated status":     {`{"type":"ok","op":1,"ns":2,"resp":{"status":201,"status":500}}`, `the key "status" twice`},
+		"duplicated type":       {`{"type":"ok","op":1,"type":"info","ns":2,"resp":{"status":201}}`, `the key "type" twice`},
+		"leading zero":          {`{"type":"ok","op":01,"ns":2,"resp":{"status":201}}`, "line 3: the number 01 with a leading zero"},
+		"negative leading 0":    {`{"type":"ok","op":1,"ns":-02,"resp":{"status":201}}`, "the number -02 with a leading zero"},
+		"raw control byte":      {"{\"type\":\"ok\",\"op\":1,\"ns\":2,\"resp\":{\"status\":201,\"body\":\"a\x01b\"}}", "line 3: a raw control byte (0x01) inside a string"},
+		"raw tab in a string":   {"{\"type\":\"ok\",\"op\":1,\"ns\":2,\"resp\":{\"status\":201,\"body\":\"a\tb\"}}", "a raw control byte (0x09)"},
+		"invalid UTF-8":         {"{\"type\":\"ok\",\"op\":1,\"ns\":2,\"resp\":{\"status\":201,\"body\":\"a\xffb\"}}", "line 3: bytes that are not UTF-8 inside a string"},
+		"duplicated, nested":    {`{"type":"ok","op":1,"ns":2,"x":[{"a":1,"b":{},"a":2}],"resp":{"status":201}}`, `the key "a" twice`},
+		"duplicated header":     {`{"type":"ok","op":1,"ns":2,"resp":{"status":201,"headers":{"Location":"/a","Location":"/b"}}}`, `the key "Location" twice`},
+		"duplicated, many keys": {`{"type":"ok","op":1,"ns":2,"resp":{"status":201},"x":{` + manyKeys(70) + `,"k3":0}}`, `the key "k3" twice`},
+		"invalid UTF-8 in key":  {"{\"type\":\"ok\",\"op\":1,\"ns\":2,\"x\xc3\":1,\"resp\":{\"status\":201}}", "bytes that are not UTF-8"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -200,4 +204,17 @@ func TestLoad_AmbiguousLinesRefusedByBoth(t *testing.T) {
 		}
 	}
 	assertSameLoad(t, []byte(ok), nil)
+}
+
+// manyKeys is n members "k0":0 … of one object, past what the fast path
+// tracks of an object's keys.
+func manyKeys(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":0`, i)
+	}
+	return b.String()
 }

@@ -213,9 +213,6 @@ func (l *loader) applyBlock(rd *Reader, b *block, z *sizer, e *Event) (stop bool
 		rd.line = base + int(r.line)
 		z.line(len(raw)+1, l)
 		if rd.sawMeta && r.kind != 0 {
-			if err := strictFast(raw, r.complete, rd.line); err != nil {
-				return false, err
-			}
 			handled, err := l.apply(r, texts{b.data, b.esc}, b.hdrs)
 			if err != nil {
 				return false, &LineError{Line: rd.line, Msg: err.Error()}

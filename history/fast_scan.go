@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 	"unicode/utf8"
 )
@@ -238,6 +239,12 @@ func (s *scanner) value(i, depth int) (tok, int, bool) {
 		return tok{}, 0, false
 	case c == '-' || (c >= '0' && c <= '9'):
 		j := i
+		if c == '-' {
+			j++
+		}
+		if j+1 < len(s.line) && s.line[j] == '0' && s.line[j+1] >= '0' && s.line[j+1] <= '9' {
+			return tok{}, 0, false // a leading zero: strict.go's rule, said by the parser's path
+		}
 		for j < len(s.line) && (s.line[j] >= '0' && s.line[j] <= '9' || s.line[j] == '.' || s.line[j] == '-' || s.line[j] == 'e' || s.line[j] == 'E' || s.line[j] == '+') {
 			j++
 		}
@@ -260,6 +267,7 @@ func (s *scanner) members(i, depth int, f func(key []byte, at int) (int, bool)) 
 	if j < len(s.line) && s.line[j] == '}' {
 		return j + 1, true
 	}
+	var keys objectKeys
 	for {
 		if j >= len(s.line) || s.line[j] != '"' {
 			return 0, false
@@ -272,6 +280,9 @@ func (s *scanner) members(i, depth int, f func(key []byte, at int) (int, bool)) 
 		}
 		if k1 >= len(s.line) || s.line[k1] != '"' {
 			return 0, false
+		}
+		if !keys.add(s.line, k0, k1) {
+			return 0, false // a key twice (or very many): strict.go's rule, said by the parser's path
 		}
 		j = s.ws(k1 + 1)
 		if j >= len(s.line) || s.line[j] != ':' {
@@ -299,6 +310,70 @@ func (s *scanner) members(i, depth int, f func(key []byte, at int) (int, bool)) 
 		}
 		j = s.ws(j + 1)
 	}
+}
+
+// objectKeys are the keys one object has shown so far, to refuse a key
+// twice (strict.go) in the pass that reads them: a 64-bit filter on each
+// key's length and end bytes, the keys compared only when it hits.
+type objectKeys struct {
+	filter uint64
+	n      int
+	at     [maxObjectKeys][2]int32
+}
+
+// maxObjectKeys is the most keys of one object the fast path reads; an
+// object with more goes to the parser's path.
+const maxObjectKeys = 64
+
+// add notes the key line[k0:k1]; false when the object had it already or
+// has too many keys to track.
+func (o *objectKeys) add(line []byte, k0, k1 int) bool {
+	h := uint(k1 - k0)
+	if k1 > k0 {
+		h = h*31 + uint(line[k0])*7 + uint(line[k1-1])
+	}
+	bit := uint64(1) << (h & 63)
+	if o.filter&bit != 0 {
+		key := line[k0:k1]
+		for _, p := range o.at[:o.n] {
+			if bytes.Equal(line[p[0]:p[1]], key) {
+				return false
+			}
+		}
+	}
+	if o.n == maxObjectKeys {
+		return false
+	}
+	o.filter |= bit
+	o.at[o.n] = [2]int32{int32(k0), int32(k1)}
+	o.n++
+	return true
+}
+
+// plainText reports whether line has no byte below 0x20 and is valid
+// UTF-8: what strict.go asks of every string, checked for the whole line
+// at once, eight bytes a step (a quote never sits inside a multi-byte
+// sequence, so each string of a valid line is valid). The scanner reads
+// no raw control byte outside a string either. A line that fails goes to
+// the parser's path, which names the byte.
+func plainText(line []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	var high uint64
+	i := 0
+	for ; i+8 <= len(line); i += 8 {
+		x := binary.LittleEndian.Uint64(line[i:])
+		if (x-0x20*ones)&^x&highs != 0 { // some byte below 0x20
+			return false
+		}
+		high |= x & highs
+	}
+	for ; i < len(line); i++ {
+		if line[i] < 0x20 {
+			return false
+		}
+		high |= uint64(line[i] & 0x80)
+	}
+	return high == 0 || utf8.Valid(line)
 }
 
 // text returns the content of a string token, unescaped. ok is false for an

@@ -10,8 +10,6 @@ import (
 	"runtime"
 	"strings"
 	"time"
-
-	"github.com/valyala/fastjson"
 )
 
 // Outcome is how an attempt ended.
@@ -311,17 +309,6 @@ func Hash(b []byte) uint64 { return maphash.Bytes(hashSeed, b) }
 // included, is the same as the serial loop's.
 func Load(r io.Reader, opts LoadOptions) (*History, error) {
 	return loadFast(r, opts, runtime.GOMAXPROCS(0), loadBlock)
-}
-
-// strictFast applies the rule of strict.go to a line the fast path may
-// read, as the parser's path does after parsing: a line cut short is the
-// parser's to report (as truncated), not this rule's.
-func strictFast(raw []byte, complete bool, line int) error {
-	msg := strictLine(raw)
-	if msg == "" || (!complete && fastjson.ValidateBytes(raw) != nil) {
-		return nil
-	}
-	return &LineError{Line: line, Msg: msg, Err: ErrAmbiguous}
 }
 
 // slow applies a line through the JSON parser, [Reader.decode] and

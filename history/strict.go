@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// The one rule of both decoders — the fast loader (load_fast.go) and the
+// The one rule of both decoders — the fast loader (fast_*.go) and the
 // reference reader (reader.go) — on what a line may hold beyond what they
 // read. What the format promises stays lenient: unknown fields, any field
 // order, blank lines. What is ambiguous is refused at file:line by both,
@@ -21,7 +21,11 @@ import (
 //   - bytes that are not UTF-8 inside a string.
 //
 // A truncated or otherwise malformed line is the parser's to report: this
-// check says nothing about structure.
+// check says nothing about structure. strictLine runs on the parser's path
+// only: the fast scanner refuses, in the pass that reads the line, every
+// line this rule could refuse (plainText, objectKeys, a leading zero in
+// scanner.value), and such a line goes to the parser's path, where
+// strictLine names what is wrong.
 
 // strictDepth bounds the objects the check tracks; deeper lines are
 // refused by the parser (fastjson.MaxDepth is 300) or hold no event field.
