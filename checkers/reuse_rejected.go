@@ -360,8 +360,21 @@ func reuseRejectedSomewhere(h *history.History, order scopeList, groups scopeGro
 		if len(idx) < 2 || !severalPayloads(h, idx, ct) {
 			continue
 		}
-		for _, i := range idx[1:] {
-			if a := &h.Attempts[i]; a.Outcome == history.OK && a.Status == p.Reuse && ct.distinct(a) != ct.distinct(&h.Attempts[idx[0]]) {
+		// A payload refused as a reuse while another was accepted with
+		// the key: whichever the service stored (the first to arrive is
+		// not always the first invoked: a copy in flight, a retry).
+		// Two accepted payloads at the most tell it: one other than the
+		// refused one's is among them.
+		var accepted [2]uint64
+		n := 0
+		for _, i := range idx {
+			if o := &h.Attempts[i]; n < 2 && classify(o, p) == succeeded && (n == 0 || ct.distinct(o) != accepted[0]) {
+				accepted[n] = ct.distinct(o)
+				n++
+			}
+		}
+		for _, i := range idx {
+			if a := &h.Attempts[i]; a.Outcome == history.OK && a.Status == p.Reuse && (n == 2 || (n == 1 && accepted[0] != ct.distinct(a))) {
 				return true
 			}
 		}
