@@ -55,11 +55,14 @@ func TestCluster_CreateDatabaseIsEmptyAndDroppable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect to new database: %v", err)
 	}
-	var db string
-	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
+	var db, keep string
+	if err := conn.QueryRow(ctx, "SELECT current_database(), current_setting('wal_keep_size')").Scan(&db, &keep); err != nil {
 		t.Fatalf("query: %v", err)
 	}
 	_ = conn.Close(ctx)
+	if keep != "128MB" { // a standby's base backup needs the WAL after it (template.go's walKeep)
+		t.Errorf("wal_keep_size %s, want 128MB", keep)
+	}
 	if db != "Odd Name-"+t.Name() {
 		t.Fatalf("connected to %q", db)
 	}

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/idemchaos/idemchaos/internal/runenv"
@@ -36,6 +38,22 @@ logging_collector = off
 log_min_messages = warning
 log_line_prefix = '%m [%p] '
 `
+
+// walKeep keeps WAL a standby may still need: one made by pg_basebackup
+// streams from where its backup ended, without a slot, and WAL-heavy work
+// beside it (CREATE DATABASE in parallel tests) could recycle that segment
+// first ("requested WAL segment … has already been removed"). The setting
+// is wal_keep_size from Postgres 13 on, wal_keep_segments before.
+func walKeep(dataDir string) string {
+	b, err := os.ReadFile(filepath.Join(dataDir, "PG_VERSION"))
+	if err != nil {
+		return ""
+	}
+	if major, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && major < 13 {
+		return "wal_keep_segments = 8\n"
+	}
+	return "wal_keep_size = 128MB\n"
+}
 
 // templateKey identifies one template: one per run and binary directory.
 type templateKey struct {
@@ -82,7 +100,7 @@ func templateDataDir(ctx context.Context, run *runenv.Run, binDir string, u serv
 	if err != nil {
 		return "", fmt.Errorf("open template postgresql.conf: %w", err)
 	}
-	_, werr := io.WriteString(conf, tuning)
+	_, werr := io.WriteString(conf, tuning+walKeep(dataDir))
 	if cerr := conf.Close(); werr == nil {
 		werr = cerr
 	}
