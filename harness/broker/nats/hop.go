@@ -9,7 +9,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/idemchaos/idemchaos/harness/broker"
 	"github.com/idemchaos/idemchaos/internal/addrgate"
@@ -30,13 +29,8 @@ type hop struct {
 	// delivery the server sends a consumer.
 	delivered func(seq, count uint64)
 
-	mu    sync.Mutex
-	hook  func(broker.Ack) bool
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-	// hold keeps a consumer reconnecting during a restart waiting for the
-	// new server.
-	hold broker.RestartHold
+	// Links are its listener, connections, ack hook and restart hold.
+	broker.Links
 }
 
 func startHop(ctx context.Context, g *addrgate.Gate, upstream string, delivered func(seq, count uint64)) (*hop, error) {
@@ -44,47 +38,15 @@ func startHop(ctx context.Context, g *addrgate.Gate, upstream string, delivered 
 	if err != nil {
 		return nil, err
 	}
-	h := &hop{ln: ln, upstream: upstream, way: g.For(setting), conns: map[net.Conn]struct{}{}, delivered: delivered}
-	h.wg.Add(1)
-	go h.accept()
+	h := &hop{ln: ln, upstream: upstream, way: g.For(setting), delivered: delivered}
+	h.Serve(ln, h.serve)
 	return h, nil
 }
 
 func (h *hop) addr() string { return h.ln.Addr().String() }
 
-func (h *hop) setHook(f func(broker.Ack) bool) {
-	h.mu.Lock()
-	h.hook = f
-	h.mu.Unlock()
-}
-
-func (h *hop) accept() {
-	defer h.wg.Done()
-	for {
-		c, err := h.ln.Accept()
-		if err != nil {
-			return
-		}
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			h.serve(c)
-		}()
-	}
-}
-
-func (h *hop) track(c net.Conn, on bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if on {
-		h.conns[c] = struct{}{}
-	} else {
-		delete(h.conns, c)
-	}
-}
-
 func (h *hop) serve(client net.Conn) {
-	if !h.hold.Wait(nil) {
+	if !h.Hold.Wait(h.Done()) {
 		_ = client.Close()
 		return
 	}
@@ -93,13 +55,13 @@ func (h *hop) serve(client net.Conn) {
 		_ = client.Close()
 		return
 	}
-	h.track(client, true)
-	h.track(up, true)
+	h.Track(client, true)
+	h.Track(up, true)
 	defer func() {
 		_ = client.Close()
 		_ = up.Close()
-		h.track(client, false)
-		h.track(up, false)
+		h.Track(client, false)
+		h.Track(up, false)
 	}()
 	done := make(chan struct{})
 	go func() {
@@ -140,7 +102,7 @@ func (h *hop) relay(r *bufio.Reader, up net.Conn) error {
 					if err := w.Flush(); err != nil {
 						return err
 					}
-					if !h.pass(a) {
+					if !h.Pass(a) {
 						return errors.New("ack dropped")
 					}
 				}
@@ -228,13 +190,6 @@ func replyCount(reply string) (seq, count uint64, ok bool) {
 	return a.Seq, a.Delivered, ok
 }
 
-func (h *hop) pass(a broker.Ack) bool {
-	h.mu.Lock()
-	f := h.hook
-	h.mu.Unlock()
-	return f == nil || f(a)
-}
-
 // pubSize reads a PUB or HPUB line: the payload's size and the subject.
 func pubSize(line []byte) (int, string, bool) {
 	f := strings.Fields(string(line))
@@ -259,14 +214,4 @@ func afterHeaders(p []byte) []byte {
 		return p[i+4:]
 	}
 	return p
-}
-
-func (h *hop) close() {
-	_ = h.ln.Close()
-	h.mu.Lock()
-	for c := range h.conns {
-		_ = c.Close()
-	}
-	h.mu.Unlock()
-	h.wg.Wait()
 }

@@ -390,8 +390,8 @@ func (b *Broker) Deliveries(ctx context.Context) ([]broker.Delivery, error) {
 func (b *Broker) Restart(ctx context.Context) error {
 	b.connMu.Lock()
 	defer b.connMu.Unlock()
-	b.hop.hold.Pause()
-	defer b.hop.hold.Resume()
+	b.hop.Hold.Pause()
+	defer b.hop.Hold.Resume()
 	b.nc.Close()
 	b.srv.Shutdown()
 	b.srv.WaitForShutdown()
@@ -430,7 +430,7 @@ func (b *Broker) Env() map[string]string {
 // OnAck sets the hook every ack on the consumers' link meets before the
 // server does (nil: none). It may block, holding that consumer's link;
 // false drops the ack and cuts the link.
-func (b *Broker) OnAck(f func(broker.Ack) bool) { b.hop.setHook(f) }
+func (b *Broker) OnAck(f func(broker.Ack) bool) { b.hop.SetHook(f) }
 
 // Publish publishes m to the stream with its intent and key headers (and
 // Nats-Msg-Id when m has a dedupe id) and waits for JetStream's answer.
@@ -538,7 +538,7 @@ func (b *Broker) Close(ctx context.Context) error {
 			b.nc.Close()
 		}
 		if b.hop != nil {
-			b.hop.close()
+			b.hop.Close()
 		}
 		b.srv.Shutdown()
 		done := make(chan struct{})

@@ -28,18 +28,15 @@ type hop struct {
 	upstream string
 	way      addrgate.Way
 
-	mu    sync.Mutex
-	hook  func(broker.Ack) bool
-	conns map[net.Conn]struct{}
-	acks  []broker.Ack // what went on to the node, in order
-	bad   error        // a delivery the hop could not place
-	wg    sync.WaitGroup
+	// Links are its listener, connections, ack hook and restart hold.
+	broker.Links
+
+	mu   sync.Mutex
+	acks []broker.Ack // what went on to the node, in order
+	bad  error        // a delivery the hop could not place
 	// delivered is the node's delivery count of each message it delivered
 	// (x-delivery-count, plus this delivery), by stored copy.
 	delivered map[uint64]uint64
-	// hold keeps a consumer reconnecting during a restart waiting for the
-	// node.
-	hold broker.RestartHold
 	// settling is held (read) while a settlement goes on to the node and
 	// is recorded: the node may count it before the hop has written it
 	// down, and [hop.list] waits for it (write) so that what the node no
@@ -52,44 +49,12 @@ func startHop(ctx context.Context, g *addrgate.Gate, upstream string) (*hop, err
 	if err != nil {
 		return nil, err
 	}
-	h := &hop{ln: ln, upstream: upstream, way: g.For(setting), conns: map[net.Conn]struct{}{}}
-	h.wg.Add(1)
-	go h.accept()
+	h := &hop{ln: ln, upstream: upstream, way: g.For(setting)}
+	h.Serve(ln, h.serve)
 	return h, nil
 }
 
 func (h *hop) addr() string { return h.ln.Addr().String() }
-
-func (h *hop) setHook(f func(broker.Ack) bool) {
-	h.mu.Lock()
-	h.hook = f
-	h.mu.Unlock()
-}
-
-func (h *hop) accept() {
-	defer h.wg.Done()
-	for {
-		c, err := h.ln.Accept()
-		if err != nil {
-			return
-		}
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			h.serve(c)
-		}()
-	}
-}
-
-func (h *hop) track(c net.Conn, on bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if on {
-		h.conns[c] = struct{}{}
-	} else {
-		delete(h.conns, c)
-	}
-}
 
 // link is one consumer connection's state: per channel, the deliveries
 // not settled yet, by tag.
@@ -128,7 +93,7 @@ type delivery struct {
 }
 
 func (h *hop) serve(client net.Conn) {
-	if !h.hold.Wait(nil) {
+	if !h.Hold.Wait(h.Done()) {
 		_ = client.Close()
 		return
 	}
@@ -139,13 +104,13 @@ func (h *hop) serve(client net.Conn) {
 		_ = client.Close()
 		return
 	}
-	h.track(client, true)
-	h.track(up, true)
+	h.Track(client, true)
+	h.Track(up, true)
 	defer func() {
 		_ = client.Close()
 		_ = up.Close()
-		h.track(client, false)
-		h.track(up, false)
+		h.Track(client, false)
+		h.Track(up, false)
 	}()
 	l := newLink()
 	done := make(chan struct{})
@@ -201,7 +166,7 @@ func (h *hop) fromNode(l *link, r *bufio.Reader, client net.Conn) {
 			return
 		}
 		if a, ok := l.fromNode(h, f); ok {
-			if !h.pass(a) {
+			if !h.Pass(a) {
 				_ = client.Close()
 				gone = true
 			}
@@ -333,7 +298,7 @@ func (h *hop) fromConsumer(l *link, r *bufio.Reader, up net.Conn) error {
 		}
 		acks, tags := l.settlement(h, f)
 		for _, a := range acks {
-			if !h.pass(a) {
+			if !h.Pass(a) {
 				return errAckDropped
 			}
 		}
@@ -451,13 +416,6 @@ func (l *link) forget(ch uint16, tags []uint64) {
 	l.settled = true
 }
 
-func (h *hop) pass(a broker.Ack) bool {
-	h.mu.Lock()
-	f := h.hook
-	h.mu.Unlock()
-	return f == nil || f(a)
-}
-
 func (h *hop) record(acks []broker.Ack) {
 	now := time.Now()
 	h.mu.Lock()
@@ -506,20 +464,4 @@ func (h *hop) list() ([]broker.Ack, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.acks), h.bad
-}
-
-// cut closes every consumer connection: their deliveries go back to the
-// queue, as when the consumers die.
-func (h *hop) cut() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for c := range h.conns {
-		_ = c.Close()
-	}
-}
-
-func (h *hop) close() {
-	_ = h.ln.Close()
-	h.cut()
-	h.wg.Wait()
 }

@@ -258,7 +258,7 @@ func (b *Broker) Env() map[string]string {
 // before the node does (nil: none), once per message it settles. It may
 // block, holding that consumer's link; false drops the frame and cuts the
 // link.
-func (b *Broker) OnAck(f func(broker.Ack) bool) { b.hop.setHook(f) }
+func (b *Broker) OnAck(f func(broker.Ack) bool) { b.hop.SetHook(f) }
 
 // Publish publishes m to the queue, persistent, with its intent, key and
 // stored-copy headers and its dedupe id as message_id, and waits for the
@@ -314,9 +314,9 @@ func (b *Broker) Pending(context.Context) (int, error) {
 func (b *Broker) Restart(ctx context.Context) error {
 	b.pubMu.Lock()
 	defer b.pubMu.Unlock()
-	b.hop.hold.Pause()
-	defer b.hop.hold.Resume()
-	b.hop.cut()
+	b.hop.Hold.Pause()
+	defer b.hop.Hold.Resume()
+	b.hop.Cut()
 	if b.conn != nil {
 		_ = b.conn.Close()
 	}
@@ -334,7 +334,7 @@ func (b *Broker) Close(ctx context.Context) error {
 			_ = b.conn.Close()
 		}
 		if b.hop != nil {
-			b.hop.close()
+			b.hop.Close()
 		}
 		b.closeErr = b.node.stop(ctx)
 	})

@@ -44,15 +44,11 @@ type hop struct {
 	// back once it is up again.
 	orphan func(acks []broker.Ack)
 
-	mu    sync.Mutex
-	lns   map[int]net.Listener // by link: 0 the shared one, i+1 instance i's
-	hook  func(broker.Ack) bool
-	conns map[net.Conn]struct{}
-	// hold keeps new connections from the server during a restart.
-	hold   broker.RestartHold
-	closed bool
-	done   chan struct{} // closed by close
-	wg     sync.WaitGroup
+	// Links are its listeners, connections, ack hook and restart hold.
+	broker.Links
+
+	mu  sync.Mutex
+	lns map[int]net.Listener // by link: 0 the shared one, i+1 instance i's
 }
 
 // settleAcks bounds the wait, after a consumer's side of a link closed,
@@ -61,8 +57,7 @@ type hop struct {
 const settleAcks = 10 * time.Second
 
 func startHop(ctx context.Context, g *addrgate.Gate, h *hop) error {
-	h.done = make(chan struct{})
-	h.way, h.gate, h.lns, h.conns = g.For(setting), g, map[int]net.Listener{}, map[net.Conn]struct{}{}
+	h.way, h.gate, h.lns = g.For(setting), g, map[int]net.Listener{}
 	_, err := h.listen(ctx, 0)
 	return err
 }
@@ -74,16 +69,17 @@ func (h *hop) listen(ctx context.Context, link int) (string, error) {
 	if ln, ok := h.lns[link]; ok {
 		return ln.Addr().String(), nil
 	}
-	if h.closed {
+	select {
+	case <-h.Done():
 		return "", errors.New("the consumer link is closed")
+	default:
 	}
 	ln, err := h.gate.Listen(ctx, "", setting+" consumer link")
 	if err != nil {
 		return "", err
 	}
 	h.lns[link] = ln
-	h.wg.Add(1)
-	go h.accept(ln, link)
+	h.Serve(ln, func(c net.Conn) { h.serve(c, link) })
 	return ln.Addr().String(), nil
 }
 
@@ -91,44 +87,6 @@ func (h *hop) addr(link int) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.lns[link].Addr().String()
-}
-
-func (h *hop) setHook(f func(broker.Ack) bool) {
-	h.mu.Lock()
-	h.hook = f
-	h.mu.Unlock()
-}
-
-func (h *hop) pass(a broker.Ack) bool {
-	h.mu.Lock()
-	f := h.hook
-	h.mu.Unlock()
-	return f == nil || f(a)
-}
-
-func (h *hop) accept(ln net.Listener, link int) {
-	defer h.wg.Done()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			h.serve(c, link)
-		}()
-	}
-}
-
-func (h *hop) track(c net.Conn, on bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if on {
-		h.conns[c] = struct{}{}
-	} else {
-		delete(h.conns, c)
-	}
 }
 
 // link is one consumer connection through the hop.
@@ -152,7 +110,7 @@ type expect struct {
 }
 
 func (h *hop) serve(client net.Conn, n int) {
-	if !h.hold.Wait(h.done) {
+	if !h.Hold.Wait(h.Done()) {
 		_ = client.Close()
 		return
 	}
@@ -162,13 +120,13 @@ func (h *hop) serve(client net.Conn, n int) {
 		return
 	}
 	l := &link{h: h, n: n, client: client, up: up, popped: make(chan struct{}, 1), upDone: make(chan struct{})}
-	h.track(client, true)
-	h.track(up, true)
+	h.Track(client, true)
+	h.Track(up, true)
 	defer func() {
 		_ = client.Close()
 		_ = up.Close()
-		h.track(client, false)
-		h.track(up, false)
+		h.Track(client, false)
+		h.Track(up, false)
 	}()
 	go l.replies()
 	if err := l.commands(); !errors.Is(err, errDropped) {
@@ -216,7 +174,7 @@ func (l *link) commands() error {
 			if e.cmd == "XACK" && len(args) > 3 && args[1] == l.h.stream && args[2] == l.h.group {
 				e.acks = l.h.lookup(context.Background(), args[3:])
 				for _, a := range e.acks {
-					if !l.h.pass(a) {
+					if !l.h.Pass(a) {
 						return errDropped
 					}
 				}
@@ -355,20 +313,4 @@ func (l *link) track(e expect, v value, inTxn bool, txn [][]broker.Ack) (bool, [
 		l.h.confirm(e.acks, v.num)
 	}
 	return inTxn, txn
-}
-
-func (h *hop) close() {
-	h.mu.Lock()
-	if !h.closed {
-		close(h.done)
-	}
-	h.closed = true
-	for _, ln := range h.lns {
-		_ = ln.Close()
-	}
-	for c := range h.conns {
-		_ = c.Close()
-	}
-	h.mu.Unlock()
-	h.wg.Wait()
 }

@@ -149,7 +149,7 @@ func (b *Broker) Env() map[string]string {
 // OnAck sets the hook every XACK on the consumers' link meets before the
 // server does (nil: none). It may block, holding that consumer's link;
 // false drops the ack and cuts the link.
-func (b *Broker) OnAck(f func(broker.Ack) bool) { b.hop.setHook(f) }
+func (b *Broker) OnAck(f func(broker.Ack) bool) { b.hop.SetHook(f) }
 
 // Publish adds m to the stream (XADD) with its intent, key and body as
 // fields. Redis has no dedupe: every publish is a new entry, m.DedupeID
@@ -373,8 +373,8 @@ func (b *Broker) Pending(ctx context.Context) (uint64, error) {
 // its pending list with their delivery counts. Connections through the
 // consumers' link are cut by the kill; a consumer must reconnect.
 func (b *Broker) Restart(ctx context.Context) error {
-	b.hop.hold.Pause() // reconnects wait for the new server
-	defer b.hop.hold.Resume()
+	b.hop.Hold.Pause() // reconnects wait for the new server
+	defer b.hop.Hold.Resume()
 	if err := b.srv.Kill(ctx); err != nil && !errors.Is(err, proc.ErrNotRunning) {
 		return fmt.Errorf("redis: restart: %w", err)
 	}
@@ -391,7 +391,7 @@ func (b *Broker) Restart(ctx context.Context) error {
 func (b *Broker) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
 		if b.hop != nil && b.hop.lns != nil {
-			b.hop.close()
+			b.hop.Close()
 		}
 		if b.rdb != nil {
 			_ = b.rdb.Close()
