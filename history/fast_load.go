@@ -271,7 +271,7 @@ type scanned struct {
 	start, end int32 // the line, in the block's bytes
 	line       int32 // the line's number within its block, from 1
 	complete   bool  // the line ended with a newline
-	kind       byte  // 0: not scanned (the reference path reads it); 'i', 'o', 'n' (info), 'f' or 'e'
+	kind       byte  // 0: not scanned (the reference path reads it); 'i', 'o', 'n' (info), 'f', 'e', 'v' (invocation) or 'b' (belief)
 	hasReq     bool
 	// proxied and forwarded are a completion's "by":"proxy" and
 	// "forwarded"; retryAfter its "retry_after_ms".
@@ -282,6 +282,8 @@ type scanned struct {
 	respLen                                     int
 	hdr0, hdr1                                  int32 // the line's headers in the block's list
 
+	// A belief's kind is in effKind, its resource in id, its exit status
+	// in attempt.
 	intent, tenant, key, method, path, msg, preview, id, effKind, listener span
 }
 
@@ -335,6 +337,16 @@ func (l *loader) apply(r *scanned, t texts, hdrs []scannedHeader) (handled bool,
 			a.Listener = l.intern(t.get(r.listener))
 		}
 		return true, l.invoked(&a)
+	case 'v':
+		l.count(r.ns)
+		l.h.Invocations = append(l.h.Invocations, Invocation{Intent: l.mem.string(t.get(r.intent)), Tenant: l.intern(t.get(r.tenant)), NS: r.ns,
+			BodyHash: r.reqHash, BodyCanon: r.reqCanon})
+		return true, nil
+	case 'b':
+		l.count(r.ns)
+		l.h.Beliefs = append(l.h.Beliefs, Belief{Intent: l.mem.string(t.get(r.intent)), Belief: l.intern(t.get(r.effKind)), Exit: int(r.attempt),
+			Resource: l.mem.string(t.get(r.id)), Error: l.mem.string(t.get(r.msg)), NS: r.ns})
+		return true, nil
 	case 'e':
 		l.count(r.ns)
 		l.h.EffectsKnown = true
@@ -433,11 +445,14 @@ type lineScan struct {
 // those of its "req" or "resp" object, read in the same pass.
 type lineFields struct {
 	typ, op, ns, intent, tenant, key, attempt, client, req, resp, error, effect, kind tok
-	listener, by, forwarded, retryAfter                                               tok
-	// stated is the first of "state", "resource" and "written_at": a line
-	// with one goes to the reference path, which reads them.
-	stated      tok
-	reqB, respB bodyFields
+	listener, by, forwarded, retryAfter, belief, exit, resource, action               tok
+	// stated is the first of "state" and "written_at": an invoke or effect
+	// line with one (or with a "resource") goes to the reference path,
+	// which reads them.
+	stated tok
+	// reqB and respB are "req" and "resp"; topB is a client invocation's
+	// own "body" and "body_b64".
+	reqB, respB, topB bodyFields
 }
 
 type bodyFields struct {
@@ -478,6 +493,8 @@ func (ls *lineScan) scan(line []byte, r *scanned) bool {
 			ok = ls.complete(f, t, r)
 		case "effect":
 			ok = ls.effect(f, r)
+		case "invocation", "belief":
+			ok = ls.client(f, t[0] == 'b', r)
 		default:
 			ok = false
 		}
@@ -548,8 +565,20 @@ func (ls *lineScan) field(k []byte, at int) (int, bool) {
 		dst = &f.forwarded
 	case "retry_after_ms":
 		dst = &f.retryAfter
-	case "state", "resource", "written_at":
+	case "state", "written_at":
 		dst = &f.stated
+	case "resource":
+		dst = &f.resource
+	case "belief":
+		dst = &f.belief
+	case "exit":
+		dst = &f.exit
+	case "action":
+		dst = &f.action
+	case "body":
+		dst = &f.topB.body
+	case "body_b64":
+		dst = &f.topB.bodyB64
 	}
 	if dst == nil || dst.kind != 0 || body == nil || at >= len(ls.sc.line) || ls.sc.line[at] != '{' {
 		t, end, ok := ls.sc.value(at, 1)
@@ -616,7 +645,7 @@ func (ls *lineScan) invoke(f *lineFields, r *scanned) bool {
 	attempt, ok6 := s.optInt(f.attempt)
 	client, ok7 := s.optInt(f.client)
 	listener, ok8 := s.optStr(f.listener)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8) || f.stated.kind != 0 {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8) || f.stated.kind != 0 || f.resource.kind != 0 {
 		return false
 	}
 	r.listener = ls.span(listener)
@@ -698,7 +727,7 @@ func (ls *lineScan) effect(f *lineFields, r *scanned) bool {
 	intent, ok4 := s.optStr(f.intent)
 	kind, ok5 := s.optStr(f.kind)
 	ns, ok6 := s.optInt(f.ns)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || f.effect.kind != '"' || f.stated.kind != 0 {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || f.effect.kind != '"' || f.stated.kind != 0 || f.resource.kind != 0 {
 		return false
 	}
 	if len(kind) == 0 {
@@ -709,6 +738,46 @@ func (ls *lineScan) effect(f *lineFields, r *scanned) bool {
 	}
 	r.kind = 'e'
 	r.id, r.tenant, r.key, r.intent, r.effKind, r.ns = ls.span(id), ls.span(tenant), ls.span(key), ls.span(intent), ls.span(kind), ns
+	return true
+}
+
+// client reads a client run's invocation or belief line as decodeClient
+// does: its intent named; an invocation's tenant and payload (its action
+// and error are not kept); a belief's kind, exit status, resource and
+// error.
+func (ls *lineScan) client(f *lineFields, belief bool, r *scanned) bool {
+	s := &ls.sc
+	intent, ok1 := s.optStr(f.intent)
+	ns, ok2 := s.optInt(f.ns)
+	msg, ok3 := s.optStr(f.error)
+	if !(ok1 && ok2 && ok3) || len(intent) == 0 {
+		return false
+	}
+	r.intent, r.ns, r.msg = ls.span(intent), ns, ls.span(msg)
+	if !belief {
+		tenant, ok1 := s.optStr(f.tenant)
+		_, ok2 := s.optStr(f.action)
+		body, ok3 := ls.content(&f.topB)
+		if !(ok1 && ok2 && ok3) {
+			return false
+		}
+		r.kind, r.tenant = 'v', ls.span(tenant)
+		r.reqHash = Hash(body)
+		r.reqCanon = ls.canon.hash(body, r.reqHash)
+		return true
+	}
+	kind, ok1 := s.optStr(f.belief)
+	exit, ok2 := s.optInt(f.exit)
+	resource, ok3 := s.optStr(f.resource)
+	if !(ok1 && ok2 && ok3) {
+		return false
+	}
+	switch string(kind) {
+	case BeliefSuccess, BeliefUnknown, BeliefFailure:
+	default:
+		return false
+	}
+	r.kind, r.effKind, r.attempt, r.id = 'b', ls.span(kind), exit, ls.span(resource)
 	return true
 }
 

@@ -110,6 +110,16 @@ func FuzzLoad_DirectPathMatchesEvents(f *testing.F) {
 	f.Add([]byte(meta + "{\"type\":\"invoke\",\"op\":1,\"ns\":1,\"key\":\"a\x01\xff\"}\n"))
 	f.Add([]byte(meta + `{"type":"invoke","op":-01,"ns":1}` + "\n"))
 	f.Add([]byte(meta + `{"type":"invoke","op":1,"ns":1,"listener":"l"}` + "\n" + `{"type":"ok","op":1,"ns":2,"by":"proxy","forwarded":true,"retry_after_ms":5,"resp":{"status":503}}` + "\n" + `{"type":"belief","intent":"i","belief":"unknown","exit":75}` + "\n"))
+	// A client run's invocation and belief lines, and the ways they go wrong.
+	f.Add([]byte(meta + `{"type":"invocation","intent":"i1","tenant":"t1","ns":1,"action":"create","body":"{\"qty\": 1}"}` + "\n" +
+		`{"type":"invocation","intent":"i2","ns":2,"body_b64":"/w==","error":null}` + "\n" +
+		`{"type":"belief","intent":"i1","ns":9,"belief":"success","exit":0,"resource":"ord_1"}` + "\n" +
+		`{"type":"belief","intent":"i2","ns":10,"belief":"unknown","exit":75,"error":"killed at timeout 30s","tenant":7}` + "\n"))
+	f.Add([]byte(meta + `{"type":"belief","intent":"i1","belief":"maybe"}` + "\n"))
+	f.Add([]byte(meta + `{"type":"belief","intent":"","belief":"success"}` + "\n" + `{"type":"belief","intent":"i","belief":"failure","exit":"1"}` + "\n"))
+	f.Add([]byte(meta + `{"type":"belief","intent":"i","belief":"failure","resource":3}` + "\n" + `{"type":"invocation","intent":"i","action":1}` + "\n"))
+	f.Add([]byte(meta + `{"type":"invocation","intent":"i","body":5}` + "\n" + `{"type":"invocation","intent":"i","body_b64":"%%"}` + "\n" +
+		`{"type":"invocation","intent":"i","body":"a","body_b64":"/w=="}` + "\n" + `{"type":"invocation","intent":"i","body":null,"body_b64":"/w=="}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		assertSameLoad(t, data, nil)
 	})
