@@ -67,6 +67,11 @@ type Violation struct {
 	// Cause names the known pitfall the shape of the violation points to,
 	// when it points to one (see the seed article's symptom → cause table).
 	Cause string
+	// Setup says the violation is a setup problem of the target, not of
+	// its idempotency (the service did not accept connections: a listen
+	// backlog too small for the traffic). A step whose every violation is
+	// one is nothing to judge, its cause the reason ([Decide]).
+	Setup bool `json:",omitempty"`
 }
 
 // String returns the explanation followed by the likely cause.

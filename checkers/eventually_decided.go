@@ -245,11 +245,13 @@ func (c eventuallyDecided) violation(h *history.History, s scope, intent string,
 	if !faultInjected(h) {
 		cause = "the service kept answering with timeouts or 5xx instead of a decision, with no fault injected: a dependency it calls is failing, or it cannot take the load"
 	}
+	setup := false
 	switch {
 	case !stuck && identical5xx(h, ops):
 		cause = "an error is stored as the final answer: every retry got the same 5xx, byte for byte, with no fault injected (the stored error replayed, unless a dependency fails the same way every time) — a failed execution must release the key (or store nothing), not cache the error"
 	case !stuck && refusedConnections(h, ops, c.cfg.profile()):
 		cause = "the service did not accept connections (capacity): every attempt without a decision was refused, reset or timed out before a connection was made, none answered 5xx; raise its listen backlog or worker count, or lower traffic.concurrency"
+		setup = true
 	case stuck && faulted(h, "crash"):
 		cause = "a 'processing' record whose holder died has no lease, so it blocks every retry forever"
 	case stuck:
@@ -259,7 +261,7 @@ func (c eventuallyDecided) violation(h *history.History, s scope, intent string,
 		Invariant: c.Name(), Tenant: s.tenant, Method: s.method, Path: s.path, Key: s.key, Intent: intent, Ops: ops,
 		Explanation: fmt.Sprintf("%s %s, counting from %s; a retry must get a definite answer within %s.",
 			describeScope(s), what, since, c.cfg.contract.DecisionBound),
-		Cause: cause,
+		Cause: cause, Setup: setup,
 	}
 }
 

@@ -25,7 +25,10 @@ import (
 //  2. Nothing to judge (exit 2), per step: no request was sent; or every
 //     answer the service itself gave in the step has a status the contract
 //     does not name as a decision (404 everywhere: a wrong path; 403: wrong
-//     credentials), which sets aside what the checks found; or, when the
+//     credentials), which sets aside what the checks found; or every
+//     violation the checks found is a setup problem of the target (keys
+//     left undecided because the service refused connections: a listen
+//     backlog too small for the traffic), set aside too; or, when the
 //     checks passed, no request has succeeded so far, or the step's request
 //     budget ran out before every intent was sent and retried. Answers the
 //     harness's own fault proxy gave in the service's stead (an injected 429
@@ -236,6 +239,8 @@ func Decide(f Facts, steps []Result, opts ...Option) Judgement {
 			r = withReason(r, "no request was sent, so nothing was judged")
 		case undecided(own, p) != "":
 			r = setAside(r, Unknown, undecided(own, p), "nothing to judge in this step")
+		case setupOnly(r) != "":
+			r = setAsideSetup(r, setupOnly(r))
 		case r.Verdict == Pass && accepted(sofar) == 0 && !(f.Client && injected(sofar)):
 			// Every check passes vacuously when nothing executed: a wrong
 			// path, body or token must not read as a clean service.
@@ -249,6 +254,45 @@ func Decide(f Facts, steps []Result, opts ...Option) Judgement {
 		j.Verdict = max(j.Verdict, r.Verdict)
 	}
 	return j
+}
+
+// setupOnly is the reason of a step whose every violation is a setup
+// problem of the target ([Violation.Setup]), or "": a backlog too small
+// for the traffic refused the attempts that went undecided, and the
+// service's idempotency was never put to the test for them.
+func setupOnly(r Result) string {
+	n, cause := 0, ""
+	for _, l := range Leaves(r) {
+		for _, v := range l.Violations {
+			if !v.Setup {
+				return ""
+			}
+			n, cause = n+1, v.Cause
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s (%d key(s)); nothing else was found, so nothing was judged: a setup problem, not the service's idempotency", cause, n)
+}
+
+// setAsideSetup makes r unknown for the reason why and sets aside the
+// setup violations, in the checks that found them; what the other checks
+// judged of the keys the service did serve stands.
+func setAsideSetup(r Result, why string) Result {
+	r.Verdict, r.Reason, r.Violations = Unknown, why, nil
+	if len(r.Results) == 0 {
+		return r
+	}
+	parts := slices.Clone(r.Results)
+	for i, p := range parts {
+		if k := len(p.Violations); k > 0 {
+			p.Verdict, p.Reason, p.Violations = Unknown, fmt.Sprintf("not judged: a setup problem, not the service's idempotency (%d possible violation(s) set aside)", k), nil
+			parts[i] = p
+		}
+	}
+	r.Results = parts
+	return r
 }
 
 // reportedViolation is a violation an earlier step reported, and which.

@@ -3,6 +3,7 @@ package checkers_test
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,10 +115,17 @@ func TestJudge_GoldenHistoriesKeepTheirVerdicts(t *testing.T) {
 		t.Fatalf("%d goldens, %v", len(files), err)
 	}
 	nothingSucceeded := map[string]bool{"eventually-decided/rejection-is-a-decision-ok": true}
+	// The check finds it; the verdict sets it aside as the target's setup
+	// (a backlog too small for the traffic), not its idempotency.
+	setupOnly := map[string]bool{"eventually-decided/connections-refused-bad": true}
 	for _, file := range files {
 		name := filepath.Base(filepath.Dir(file)) + "/" + strings.TrimSuffix(filepath.Base(file), ".jsonl")
 		j := judgeFile(t, file)
 		switch {
+		case setupOnly[name]:
+			if j.Verdict != checkers.Unknown || exitOf(j) != 2 || !strings.Contains(j.Steps[0].Result.Reason, "did not accept connections (capacity)") {
+				t.Errorf("%s: %s (exit %d), want unknown for the capacity:\n%s", name, j.Verdict, exitOf(j), renderJudgement(j))
+			}
 		case strings.HasSuffix(name, "-bad"):
 			if j.Verdict != checkers.Violated || exitOf(j) != 1 {
 				t.Errorf("%s: %s (exit %d), want a violation:\n%s", name, j.Verdict, exitOf(j), renderJudgement(j))
@@ -174,5 +182,40 @@ func TestJudge_ClientStepOfInjectedAnswersIsJudged(t *testing.T) {
 	}
 	if j := judge(client + fmt.Sprintf(body, "", "")); j.Verdict != checkers.Unknown || !strings.Contains(j.Steps[0].Result.Reason, "nothing was judged") {
 		t.Fatalf("the upstream's own 429 and 422: %s, want nothing to judge:\n%s", j.Verdict, renderJudgement(j))
+	}
+}
+
+// A setup violation (the service refused connections) is set aside only
+// when it is all a step found: beside a violation of the service's own,
+// both are reported; the checks that judged the served keys keep their
+// results.
+func TestDecide_SetupViolationsAloneAreNothingToJudge(t *testing.T) {
+	t.Parallel()
+	capacity := checkers.Violation{Invariant: "eventually-decided", Key: "k1", Cause: "the service did not accept connections (capacity)", Setup: true}
+	dup := checkers.Violation{Invariant: "exactly-once", Key: "k2", Cause: "the dedupe row is written after the effect"}
+	facts := checkers.Facts{Steps: []checkers.StepFacts{{Expect: "clean", Attempts: 4, Answers: map[int]int{201: 3}, Fail: 1}}, Effects: 3}
+	step := func(eo, ed []checkers.Violation) checkers.Result {
+		verdict := func(vs []checkers.Violation) checkers.Verdict {
+			if len(vs) > 0 {
+				return checkers.Violated
+			}
+			return checkers.Pass
+		}
+		parts := []checkers.Result{
+			{Name: "exactly-once", Verdict: verdict(eo), Violations: eo, Checked: 3},
+			{Name: "eventually-decided", Verdict: verdict(ed), Violations: ed, Checked: 4},
+		}
+		return checkers.Result{Verdict: max(verdict(eo), verdict(ed)), Violations: append(slices.Clone(eo), ed...), Results: parts}
+	}
+	j := checkers.Decide(facts, []checkers.Result{step(nil, []checkers.Violation{capacity})})
+	if j.Verdict != checkers.Unknown || !strings.Contains(j.Steps[0].Result.Reason, "did not accept connections (capacity) (1 key(s))") {
+		t.Fatalf("capacity alone: %s, %q; want unknown naming the capacity", j.Verdict, j.Steps[0].Result.Reason)
+	}
+	if eo := j.Steps[0].Result.Results[0]; eo.Verdict != checkers.Pass {
+		t.Errorf("exactly-once judged the served keys and passed; set aside as %s (%s)", eo.Verdict, eo.Reason)
+	}
+	j = checkers.Decide(facts, []checkers.Result{step([]checkers.Violation{dup}, []checkers.Violation{capacity})})
+	if j.Verdict != checkers.Violated || len(j.Steps[0].Result.Violations) != 2 {
+		t.Fatalf("capacity beside a duplicate: %s with %d violations, want both reported", j.Verdict, len(j.Steps[0].Result.Violations))
 	}
 }

@@ -30,6 +30,7 @@ const (
 	WrongInvariant Verdict = "wrong-invariant" // a flawed service caught, but not by the expected invariant
 	WrongCause     Verdict = "wrong-cause"     // the expected invariant, with a cause that does not match
 	Inconclusive   Verdict = "inconclusive"    // an unknown verdict and no violation
+	SetupNamed     Verdict = "setup-named"     // a setup problem named as one: nothing to judge, its reason given
 	Error          Verdict = "error"           // the run could not be judged (setup, scenario, oracle)
 )
 
@@ -58,7 +59,10 @@ type SeedResult struct {
 
 // Right says the verdict is the one the case expects.
 func (c Case) Right(v Verdict) bool {
-	if c.Correct() {
+	switch {
+	case c.Setup != "":
+		return v == SetupNamed
+	case c.Correct():
 		return v == Clean
 	}
 	return v == Caught
@@ -96,6 +100,13 @@ func (c Case) Judge(seed int64, out *harness.Outcome, err error) SeedResult {
 	}
 	r.Detail = strings.Join(failures, "\n")
 	switch {
+	case c.Setup != "" && len(r.Violated) > 0:
+		r.Verdict = FalseAlarm // the setup problem read as the service's bug
+	case c.Setup != "" && out.Verdict() == checkers.Unknown && namesSetup(out, c.Setup):
+		r.Verdict = SetupNamed
+	case c.Setup != "":
+		r.Verdict = Inconclusive
+		r.Detail = fmt.Sprintf("%s, and no step's reason says %q\n%s", out.Verdict(), c.Setup, r.Detail)
 	case c.Correct() && len(r.Violated) > 0:
 		r.Verdict = FalseAlarm
 	case c.Correct() && out.Verdict() == checkers.Pass:
@@ -122,6 +133,16 @@ func (c Case) Judge(seed int64, out *harness.Outcome, err error) SeedResult {
 		r.Verdict = Inconclusive
 	}
 	return r
+}
+
+// namesSetup says a step's reason names the setup problem phrase.
+func namesSetup(out *harness.Outcome, phrase string) bool {
+	for _, st := range out.Steps {
+		if strings.Contains(strings.ToLower(st.Result.Reason), phrase) {
+			return true
+		}
+	}
+	return false
 }
 
 // leaves flattens a composite result into its invariants' results.
