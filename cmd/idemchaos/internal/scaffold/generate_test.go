@@ -70,6 +70,30 @@ func TestGenerate_Reference(t *testing.T) {
 	if want := "lost-responses double-clicks gateway-timeouts key-reuse twins cross-tenant callbacks"; strings.Join(names, " ") != want {
 		t.Errorf("steps %q, want %q", strings.Join(names, " "), want)
 	}
+	// The infrastructure file's crashes are aimed at attempts (issue 23
+	// item 7), so that they fire while requests are in flight: a crash at
+	// a fixed time (at: 0s) fired before any request.
+	var infra *scenarios.Scenario
+	for name, sc := range got {
+		if name != "create-order.yaml" {
+			infra = sc
+		}
+	}
+	crashes := 0
+	for _, st := range infra.Steps {
+		for _, f := range st.Faults {
+			if f.Kind != "crash" {
+				continue
+			}
+			crashes++
+			if f.When.Nth <= 0 || f.When.At != 0 {
+				t.Errorf("step %s: crash when %+v, want aimed at every n-th intent's attempt, not at a time", st.Name, f.When)
+			}
+		}
+	}
+	if crashes < 2 {
+		t.Errorf("the infrastructure file has %d crash faults, want its two crash steps'", crashes)
+	}
 }
 
 func keys(m map[string]*scenarios.Scenario) []string {
