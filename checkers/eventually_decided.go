@@ -189,6 +189,13 @@ func (j *decisions) judge(s scope, idx []int32, several bool) {
 	}
 	if decided >= 0 {
 		v := c.violation(h, s, intent, ops, which+fmt.Sprintf("got its first definite answer only %s after its first attempt", time.Duration(decided-first).Round(time.Millisecond)), healed, stuck)
+		if !v.Setup && !stuck && overloaded(h, ops, c.cfg.profile()) {
+			// Decided in the end, late, after bare timeouts, in a run
+			// whose service refused connections and had no fault: a
+			// request waiting in a full accept queue times out like a
+			// slow one, and is the same overload.
+			v.Cause, v.Setup = capacityCause, true
+		}
 		if stuck && faulted(h, "crash") {
 			// The record was taken over in the end: a lease, longer
 			// than the bound.
@@ -250,8 +257,7 @@ func (c eventuallyDecided) violation(h *history.History, s scope, intent string,
 	case !stuck && identical5xx(h, ops):
 		cause = "an error is stored as the final answer: every retry got the same 5xx, byte for byte, with no fault injected (the stored error replayed, unless a dependency fails the same way every time) — a failed execution must release the key (or store nothing), not cache the error"
 	case !stuck && refusedConnections(h, ops, c.cfg.profile()):
-		cause = "the service did not accept connections (capacity): every attempt without a decision was refused, reset or timed out before a connection was made, none answered 5xx; raise its listen backlog or worker count, or lower traffic.concurrency"
-		setup = true
+		cause, setup = capacityCause, true
 	case stuck && faulted(h, "crash"):
 		cause = "a 'processing' record whose holder died has no lease, so it blocks every retry forever"
 	case stuck:
@@ -270,6 +276,48 @@ func (c eventuallyDecided) violation(h *history.History, s scope, intent string,
 // a connect that timed out — rather than with an answer (5xx) or a timeout
 // of a request the service had: a service out of capacity, not one that
 // cannot decide.
+// capacityCause is the cause of a key a service out of capacity left
+// undecided: a setup problem of the target ([Violation.Setup]).
+const capacityCause = "the service did not accept connections (capacity): every attempt without a decision was refused, reset or timed out before a connection was made, none answered 5xx; raise its listen backlog or worker count, or lower traffic.concurrency"
+
+// overloaded says a key's undecided attempts were refused at the
+// connection or timed out with nothing read, none answered 5xx, in a run
+// with no fault injected whose service refused connections elsewhere: a
+// connection the kernel queued but the service never accepted times out
+// like a slow request, and is the same overload.
+func overloaded(h *history.History, ops []int64, p Profile) bool {
+	if faultInjected(h) {
+		return false
+	}
+	want := make(map[int64]bool, len(ops))
+	for _, o := range ops {
+		want[o] = true
+	}
+	n := 0
+	for i := range h.Attempts {
+		a := &h.Attempts[i]
+		if !want[a.Op] {
+			continue
+		}
+		if cl := classify(a, p); a.Outcome == history.OK && (cl == succeeded || cl == rejected) {
+			continue
+		}
+		if !connectionLevel(a) && !(a.Outcome == history.Info && strings.HasPrefix(strings.ToLower(a.Error), "timeout after")) {
+			return false
+		}
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	for i := range h.Attempts {
+		if connectionLevel(&h.Attempts[i]) {
+			return true
+		}
+	}
+	return false
+}
+
 func refusedConnections(h *history.History, ops []int64, p Profile) bool {
 	want := make(map[int64]bool, len(ops))
 	for _, o := range ops {
