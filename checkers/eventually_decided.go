@@ -271,11 +271,6 @@ func (c eventuallyDecided) violation(h *history.History, s scope, intent string,
 	}
 }
 
-// refusedConnections says every attempt of ops that got no decision failed
-// at the connection — refused, reset before a byte of the answer was read,
-// a connect that timed out — rather than with an answer (5xx) or a timeout
-// of a request the service had: a service out of capacity, not one that
-// cannot decide.
 // capacityCause is the cause of a key a service out of capacity left
 // undecided: a setup problem of the target ([Violation.Setup]).
 const capacityCause = "the service did not accept connections (capacity): every attempt without a decision was refused, reset or timed out before a connection was made, none answered 5xx; raise its listen backlog or worker count, or lower traffic.concurrency"
@@ -286,28 +281,10 @@ const capacityCause = "the service did not accept connections (capacity): every 
 // connection the kernel queued but the service never accepted times out
 // like a slow request, and is the same overload.
 func overloaded(h *history.History, ops []int64, p Profile) bool {
-	if faultInjected(h) {
-		return false
+	bare := func(a *history.Attempt) bool {
+		return connectionLevel(a) || (a.Outcome == history.Info && strings.HasPrefix(strings.ToLower(a.Error), "timeout after"))
 	}
-	want := make(map[int64]bool, len(ops))
-	for _, o := range ops {
-		want[o] = true
-	}
-	n := 0
-	for i := range h.Attempts {
-		a := &h.Attempts[i]
-		if !want[a.Op] {
-			continue
-		}
-		if cl := classify(a, p); a.Outcome == history.OK && (cl == succeeded || cl == rejected) {
-			continue
-		}
-		if !connectionLevel(a) && !(a.Outcome == history.Info && strings.HasPrefix(strings.ToLower(a.Error), "timeout after")) {
-			return false
-		}
-		n++
-	}
-	if n == 0 {
+	if faultInjected(h) || !everyUndecided(h, ops, p, bare) {
 		return false
 	}
 	for i := range h.Attempts {
@@ -318,7 +295,18 @@ func overloaded(h *history.History, ops []int64, p Profile) bool {
 	return false
 }
 
+// refusedConnections says every attempt of ops that got no decision failed
+// at the connection — refused, reset before a byte of the answer was read,
+// a connect that timed out — rather than with an answer (5xx) or a timeout
+// of a request the service had: a service out of capacity, not one that
+// cannot decide.
 func refusedConnections(h *history.History, ops []int64, p Profile) bool {
+	return everyUndecided(h, ops, p, connectionLevel)
+}
+
+// everyUndecided says the ops hold an attempt without a decision, and
+// every one of them is as ok says.
+func everyUndecided(h *history.History, ops []int64, p Profile, ok func(*history.Attempt) bool) bool {
 	want := make(map[int64]bool, len(ops))
 	for _, o := range ops {
 		want[o] = true
@@ -332,7 +320,7 @@ func refusedConnections(h *history.History, ops []int64, p Profile) bool {
 		if cl := classify(a, p); a.Outcome == history.OK && (cl == succeeded || cl == rejected) {
 			continue
 		}
-		if !connectionLevel(a) {
+		if !ok(a) {
 			return false
 		}
 		n++
