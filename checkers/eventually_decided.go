@@ -79,6 +79,26 @@ type decisions struct {
 	undecidable int
 	successes   []int64     // completion times of every success, sorted, built on demand
 	rate        failureRate // how often the service answers 5xx, built on demand
+	// overload: the run had no fault and its service refused connections
+	// (0 not read yet, 1 no, 2 yes), read on demand once for every key.
+	overload int8
+}
+
+// overloadedRun says the run injected no fault and its service refused
+// connections somewhere (see overloaded).
+func (j *decisions) overloadedRun() bool {
+	if j.overload == 0 {
+		j.overload = 1
+		if !faultInjected(j.h) {
+			for i := range j.h.Attempts {
+				if connectionLevel(&j.h.Attempts[i]) {
+					j.overload = 2
+					break
+				}
+			}
+		}
+	}
+	return j.overload == 2
 }
 
 // byPayload splits a key's attempts (sorted by invoke time) by payload —
@@ -189,7 +209,7 @@ func (j *decisions) judge(s scope, idx []int32, several bool) {
 	}
 	if decided >= 0 {
 		v := c.violation(h, s, intent, ops, which+fmt.Sprintf("got its first definite answer only %s after its first attempt", time.Duration(decided-first).Round(time.Millisecond)), healed, stuck)
-		if !v.Setup && !stuck && overloaded(h, ops, c.cfg.profile()) {
+		if !v.Setup && !stuck && j.overloadedRun() && overloaded(h, ops, c.cfg.profile()) {
 			// Decided in the end, late, after bare timeouts, in a run
 			// whose service refused connections and had no fault: a
 			// request waiting in a full accept queue times out like a
@@ -276,23 +296,15 @@ func (c eventuallyDecided) violation(h *history.History, s scope, intent string,
 const capacityCause = "the service did not accept connections (capacity): every attempt without a decision was refused, reset or timed out before a connection was made, none answered 5xx; raise its listen backlog or worker count, or lower traffic.concurrency"
 
 // overloaded says a key's undecided attempts were refused at the
-// connection or timed out with nothing read, none answered 5xx, in a run
-// with no fault injected whose service refused connections elsewhere: a
-// connection the kernel queued but the service never accepted times out
-// like a slow request, and is the same overload.
+// connection or timed out with nothing read, none answered 5xx: in a run
+// with no fault injected whose service refused connections elsewhere
+// ([decisions.overloadedRun]), a connection the kernel queued but the
+// service never accepted times out like a slow request, and is the same
+// overload.
 func overloaded(h *history.History, ops []int64, p Profile) bool {
-	bare := func(a *history.Attempt) bool {
+	return everyUndecided(h, ops, p, func(a *history.Attempt) bool {
 		return connectionLevel(a) || (a.Outcome == history.Info && strings.HasPrefix(strings.ToLower(a.Error), "timeout after"))
-	}
-	if faultInjected(h) || !everyUndecided(h, ops, p, bare) {
-		return false
-	}
-	for i := range h.Attempts {
-		if connectionLevel(&h.Attempts[i]) {
-			return true
-		}
-	}
-	return false
+	})
 }
 
 // refusedConnections says every attempt of ops that got no decision failed

@@ -232,6 +232,7 @@ func Decide(f Facts, steps []Result, opts ...Option) Judgement {
 		for k, n := range own.Proxied {
 			sofar.Proxied = inc(sofar.Proxied, k, n)
 		}
+		setup := setupOnly(r)
 		switch {
 		case j.Reason != "":
 			r = setAside(r, EnvironmentError, j.Reason, "the environment failed")
@@ -239,8 +240,8 @@ func Decide(f Facts, steps []Result, opts ...Option) Judgement {
 			r = withReason(r, "no request was sent, so nothing was judged")
 		case undecided(own, p) != "":
 			r = setAside(r, Unknown, undecided(own, p), "nothing to judge in this step")
-		case setupOnly(r) != "":
-			r = setAsideSetup(r, setupOnly(r))
+		case setup != "":
+			r = setAsideSetup(r, setup)
 		case r.Verdict == Pass && accepted(sofar) == 0 && !(f.Client && injected(sofar)):
 			// Every check passes vacuously when nothing executed: a wrong
 			// path, body or token must not read as a clean service.

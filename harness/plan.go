@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -168,7 +169,7 @@ func generatePlan(seed int64, tr scenarios.Traffic, rq requestSpec, fs []builtFa
 // (shopfront-loose-fingerprint missed at seed 52, all four probes so).
 // A probe's resubmits follow it.
 func afterStored(t *rapid.T, p *Plan, rq requestSpec, spread int64) {
-	retyped := func(v string) bool { return v == driver.VariantRetypedString || v == driver.VariantRetypedBool }
+	retyped := func(v string) bool { return slices.Contains(retypedVariants, v) }
 	seen := map[string]bool{}
 	for i := range p.Intents {
 		r := &p.Intents[i]
@@ -192,7 +193,7 @@ func afterStored(t *rapid.T, p *Plan, rq requestSpec, spread int64) {
 		probe.Vars = p.Intents[first].Vars
 		probe.At = max(r.At, p.Intents[first].At+time.Duration(50+rapid.Int64Range(0, spread/2).Draw(t, "probe-after"))*time.Millisecond)
 		ok := false
-		for _, v := range []string{driver.VariantRetypedString, driver.VariantRetypedBool} {
+		for _, v := range retypedVariants {
 			probe.Variant = v
 			rq.render(&probe)
 			if !sentWith(p.Intents, probe) {
@@ -222,6 +223,9 @@ func afterStored(t *rapid.T, p *Plan, rq requestSpec, spread int64) {
 		*r = probe
 	}
 }
+
+// retypedVariants are the type-only changes a reuse probe tries, in order.
+var retypedVariants = []string{driver.VariantRetypedString, driver.VariantRetypedBool}
 
 // sentWith says whether another intent sends in's body with its key.
 func sentWith(intents []driver.Intent, in driver.Intent) bool {
@@ -340,7 +344,7 @@ func differ(t *rapid.T, in *driver.Intent, prev []driver.Intent, rq requestSpec,
 	}
 	if retype && first != nil && first.Variant == "" {
 		in.Vars = first.Vars
-		for _, v := range []string{driver.VariantRetypedString, driver.VariantRetypedBool} {
+		for _, v := range retypedVariants {
 			if in.Variant = v; fresh() {
 				return
 			}
