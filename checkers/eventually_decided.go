@@ -79,9 +79,7 @@ type decisions struct {
 	undecidable int
 	successes   []int64     // completion times of every success, sorted, built on demand
 	rate        failureRate // how often the service answers 5xx, built on demand
-	// overload: the run had no fault and its service refused connections
-	// (0 not read yet, 1 no, 2 yes), read on demand once for every key.
-	overload int8
+	overload    int8        // overloadedRun's answer: 0 not read yet, 1 no, 2 yes
 }
 
 // overloadedRun says the run injected no fault and its service refused
@@ -296,11 +294,9 @@ func (c eventuallyDecided) violation(h *history.History, s scope, intent string,
 const capacityCause = "the service did not accept connections (capacity): every attempt without a decision was refused, reset or timed out before a connection was made, none answered 5xx; raise its listen backlog or worker count, or lower traffic.concurrency"
 
 // overloaded says a key's undecided attempts were refused at the
-// connection or timed out with nothing read, none answered 5xx: in a run
-// with no fault injected whose service refused connections elsewhere
-// ([decisions.overloadedRun]), a connection the kernel queued but the
-// service never accepted times out like a slow request, and is the same
-// overload.
+// connection or timed out with nothing read, none answered 5xx: in an
+// overloaded run ([decisions.overloadedRun]) a connection the kernel queued
+// but the service never accepted times out like a slow request.
 func overloaded(h *history.History, ops []int64, p Profile) bool {
 	return everyUndecided(h, ops, p, func(a *history.Attempt) bool {
 		return connectionLevel(a) || (a.Outcome == history.Info && strings.HasPrefix(strings.ToLower(a.Error), "timeout after"))

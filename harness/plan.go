@@ -158,6 +158,9 @@ func generatePlan(seed int64, tr scenarios.Traffic, rq requestSpec, fs []builtFa
 	return gen.Example(int(seed))
 }
 
+// retypedVariants are the type-only changes a reuse probe tries, in order.
+var retypedVariants = []string{driver.VariantRetypedString, driver.VariantRetypedBool}
+
 // afterStored aims each type-only reuse at the payload the service stores
 // for its key — the use of the key that starts first, whatever its index
 // (a later reuse may be drawn to start earlier) — and starts it after that
@@ -166,8 +169,7 @@ func generatePlan(seed int64, tr scenarios.Traffic, rq requestSpec, fs []builtFa
 // of the plan, a probe could start before its key's first use, or retype
 // a payload another use had displaced, and then a service that compares
 // parsed values refuses it as a different request: the probe said nothing
-// (shopfront-loose-fingerprint missed at seed 52, all four probes so).
-// A probe's resubmits follow it.
+// (shopfront-loose-fingerprint missed at seed 52). Its resubmits follow it.
 func afterStored(t *rapid.T, p *Plan, rq requestSpec, spread int64) {
 	retyped := func(v string) bool { return slices.Contains(retypedVariants, v) }
 	seen := map[string]bool{}
@@ -223,9 +225,6 @@ func afterStored(t *rapid.T, p *Plan, rq requestSpec, spread int64) {
 		*r = probe
 	}
 }
-
-// retypedVariants are the type-only changes a reuse probe tries, in order.
-var retypedVariants = []string{driver.VariantRetypedString, driver.VariantRetypedBool}
 
 // sentWith says whether another intent sends in's body with its key.
 func sentWith(intents []driver.Intent, in driver.Intent) bool {
