@@ -35,7 +35,7 @@ func BenchmarkClientPath(b *testing.B) {
 	}))
 	defer up.Close()
 	rec := driver.NewRecorderAt(history.NewWriter(io.Discard), time.Now())
-	cp := &clientPath{rec: rec, upstream: up.URL, transport: &http.Transport{}, begun: time.Now(),
+	cp := &clientPath{rec: rec, up: driver.NewForwarder(up.URL, 4, nil), begun: time.Now(),
 		keyHeader: "Idempotency-Key", named: map[[2]string]string{}, pick: func([]byte) (string, bool) { return "", false }}
 	in := &driver.Intent{ID: "i1", Tenant: "t1"}
 	l, err := cp.open(context.Background(), addrgate.Loopback(), in)

@@ -1,11 +1,8 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -25,9 +22,10 @@ import (
 // which a TCP proxy such as Toxiproxy cannot say). Every attempt is
 // recorded by the listener it arrived on: the ground truth of its intent.
 type clientPath struct {
-	rec       *driver.Recorder
-	upstream  string // base URL the proxies forward to
-	transport *http.Transport
+	rec *driver.Recorder
+	// up forwards to the upstream, over connections kept alive for
+	// every listener.
+	up        *driver.Forwarder
 	faults    []builtFault
 	windows   []TimedFault
 	begun     time.Time // the step's start, for the windows
@@ -46,8 +44,7 @@ type clientPath struct {
 type listener struct {
 	path  *clientPath
 	in    *driver.Intent
-	ln    net.Listener
-	srv   *http.Server
+	srv   *clientpath.Server
 	addr  string
 	mu    sync.Mutex
 	n     int
@@ -60,9 +57,8 @@ func (cp *clientPath) open(ctx context.Context, gate *addrgate.Gate, in *driver.
 	if err != nil {
 		return nil, err
 	}
-	l := &listener{path: cp, in: in, ln: ln, addr: ln.Addr().String(), ended: make(chan struct{})}
-	l.srv = &http.Server{Handler: l, ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = l.srv.Serve(ln) }()
+	l := &listener{path: cp, in: in, addr: ln.Addr().String(), ended: make(chan struct{})}
+	l.srv = clientpath.Serve(ln, l.serve)
 	return l, nil
 }
 
@@ -73,7 +69,7 @@ func (l *listener) attempts() int {
 	return l.n
 }
 
-func (l *listener) close() { _ = l.srv.Close() }
+func (l *listener) close() { l.srv.Close() }
 
 // answerFor picks the fault that hits attempt n of in arriving at run time
 // at (from the step's start): aimed at that attempt, at every attempt, or
@@ -100,17 +96,19 @@ func (cp *clientPath) answerFor(in *driver.Intent, n int, at time.Duration) (bui
 	return builtFault{}, faults.Answer{}, false
 }
 
-func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serve records attempt x and answers it: forwarded, or as the fault
+// aimed at it says.
+func (l *listener) serve(x *clientpath.Exchange) {
 	cp := l.path
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	r := &x.Req
 	l.mu.Lock()
 	l.n++
 	n := l.n
 	l.mu.Unlock()
 	op := cp.rec.NextOp()
 	_ = cp.rec.Write(&history.Event{Type: history.TypeInvoke, Op: op, Intent: l.in.ID, Tenant: l.in.Tenant,
-		Key: r.Header.Get(cp.keyHeader), Attempt: n, Listener: l.addr,
-		Req: &history.Request{Method: r.Method, Path: r.URL.RequestURI(), Headers: recordedHeaders(r.Header), Body: body}})
+		Key: r.Get(cp.keyHeader), Attempt: n, Listener: l.addr,
+		Req: &history.Request{Method: r.Method, Path: r.URI, Headers: r.Recorded(), Body: r.Body}})
 	f, ans, hit := cp.answerFor(l.in, n, time.Since(cp.begun))
 	if hit {
 		_ = cp.rec.Fault(f.spec.Kind, "fire", op, map[string]any{"intent": l.in.ID, "attempt": n, "forwarded": ans.Forward})
@@ -124,106 +122,54 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if hit && !ans.Forward {
 		if ans.Cut != "" {
-			clientpath.Cut(w, ans.Cut == faults.CutReset)
+			x.Cut(ans.Cut == faults.CutReset)
 			done(history.Event{Type: history.TypeFail, Error: "the fault proxy " + map[bool]string{true: "reset", false: "closed"}[ans.Cut == faults.CutReset] + " the connection before forwarding"})
 			return
 		}
-		done(l.answer(w, ans))
+		done(answer(x, ans))
 		return
 	}
-	resp, err := cp.forward(r, body, l.in)
+	// Detached from the client: a client that hangs up does not stop an
+	// attempt the upstream is executing (it would not on a real network).
+	resp, err := cp.up.Forward(context.Background(), r.Method, r.URI, r.Sorted(cp.intentHeader, l.in.ID), r.Body, 2*time.Minute)
 	if err != nil {
 		// The upstream gave no answer: the proxy answers as a gateway.
-		w.Header().Set("Content-Type", "text/plain")
-		w.WriteHeader(http.StatusBadGateway)
-		fmt.Fprintf(w, "502 from the fault proxy: upstream: %v\n", err)
+		x.Send(func(dst []byte) []byte {
+			msg := fmt.Sprintf("502 from the fault proxy: upstream: %v\n", err)
+			return fmt.Appendf(dst, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(msg), msg)
+		})
 		// Whether it executed is unknown: the proxy says it forwarded.
 		_ = cp.rec.Write(&history.Event{Type: history.TypeOK, Op: op, By: "proxy", Forwarded: true, Resp: &history.Response{Status: http.StatusBadGateway}})
 		return
 	}
-	if resp.status/100 == 2 {
-		cp.saw(l.in, resp.body)
+	if resp.Status/100 == 2 {
+		cp.saw(l.in, resp.Body)
 	}
 	switch {
 	case hit && ans.Cut == faults.CutReset:
-		clientpath.Cut(w, true)
+		x.Cut(true)
 		done(history.Event{Type: history.TypeInfo, Error: "the fault proxy reset the connection after the upstream answered"})
 	case hit && ans.Cut == faults.CutStall:
-		clientpath.Stall(w, ans.Delay, l.ended)
+		x.Stall(ans.Delay, l.ended)
 		done(history.Event{Type: history.TypeInfo, Error: "the fault proxy sent no answer after the upstream answered (a stall past the client's deadline)"})
 	case hit && ans.Status != 0:
-		done(l.answer(w, ans))
+		done(answer(x, ans))
 	default:
 		if hit && ans.Delay > 0 {
-			clientpath.Delay(ans.Delay, r.Context().Done(), l.ended)
+			x.Delay(ans.Delay, l.ended)
 		}
-		clientpath.Relay(w, r, resp.status, resp.header, resp.body)
-		e := history.Event{Type: history.TypeOK, Resp: &history.Response{Status: resp.status, Headers: recordedHeaders(resp.header), Body: resp.body},
-			RetryAfterMS: clientpath.RetryAfterMS(resp.header.Get("Retry-After"))}
-		done(e)
+		x.Send(func(dst []byte) []byte { return resp.AppendWire(dst, r.Method) })
+		done(history.Event{Type: history.TypeOK, Resp: &history.Response{Status: resp.Status, Headers: resp.Header, Body: resp.Body},
+			RetryAfterMS: clientpath.RetryAfterMS(resp.RetryAfter)})
 	}
 }
 
 // answer writes the proxy's own answer ans in the upstream's stead and
 // returns its ok event.
-func (l *listener) answer(w http.ResponseWriter, ans faults.Answer) history.Event {
-	h, body := clientpath.Answer(w, ans)
+func answer(x *clientpath.Exchange, ans faults.Answer) history.Event {
+	h, body := x.Answer(ans)
 	return history.Event{Type: history.TypeOK, Resp: &history.Response{Status: ans.Status, Headers: recordedHeaders(h), Body: body},
 		RetryAfterMS: clientpath.RetryAfterMS(h.Get("Retry-After"))}
-}
-
-// upstreamAnswer is the upstream's answer, read to its end.
-type upstreamAnswer struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// forward sends the client's request on to the upstream and reads its
-// whole answer, so the upstream has finished when the proxy answers.
-func (cp *clientPath) forward(r *http.Request, body []byte, in *driver.Intent) (upstreamAnswer, error) {
-	// Detached from the client: a client that hangs up does not stop an
-	// attempt the upstream is executing (it would not on a real network).
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute)
-	defer cancel()
-	out, err := http.NewRequestWithContext(ctx, r.Method, cp.upstream+r.URL.RequestURI(), bytes.NewReader(body))
-	if err != nil {
-		return upstreamAnswer{}, err
-	}
-	for k, vs := range r.Header {
-		if hopHeader(k) {
-			continue
-		}
-		out.Header[k] = vs
-	}
-	if cp.intentHeader != "" {
-		out.Header.Set(cp.intentHeader, in.ID)
-	}
-	resp, err := cp.transport.RoundTrip(out)
-	if err != nil {
-		return upstreamAnswer{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return upstreamAnswer{}, err
-	}
-	h := resp.Header.Clone()
-	for k := range h {
-		if hopHeader(k) || strings.EqualFold(k, "Content-Length") {
-			delete(h, k)
-		}
-	}
-	return upstreamAnswer{status: resp.StatusCode, header: h, body: b}, nil
-}
-
-// hopHeader is a hop-by-hop header (RFC 9110 §7.6.1), not forwarded.
-func hopHeader(k string) bool {
-	switch http.CanonicalHeaderKey(k) {
-	case "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
-		return true
-	}
-	return false
 }
 
 // saw notes an upstream answer of intent in that named a resource: the
@@ -256,14 +202,20 @@ func (cp *clientPath) intentOf(tenant, id string) string {
 	return ""
 }
 
-// recordedHeaders are a request's or response's headers as recorded:
-// sorted, credentials hidden.
-func recordedHeaders(h http.Header) history.Headers {
+// sortedNames are h's field names in order.
+func sortedNames(h http.Header) []string {
 	names := make([]string, 0, len(h))
 	for k := range h {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	return names
+}
+
+// recordedHeaders are a request's or response's headers as recorded:
+// sorted, credentials hidden.
+func recordedHeaders(h http.Header) history.Headers {
+	names := sortedNames(h)
 	out := make(history.Headers, 0, len(names))
 	for _, k := range names {
 		v := strings.Join(h[k], ", ")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -98,11 +97,10 @@ func clientPlan(p Plan) Plan {
 // environment's error: its verdict would say nothing of the client.
 func (s *session) clientStep(ctx context.Context, st *stepPlan, plan Plan) (driver.Stats, error) {
 	cs := st.client
-	cp := &clientPath{rec: s.rec, upstream: s.world.t.ClientURL, faults: st.faults, windows: plan.Timed,
-		begun: time.Now(), keyHeader: cs.keyHeader, intentHeader: cs.intentHeader, named: map[[2]string]string{}, pick: cs.pick,
-		transport: &http.Transport{Proxy: nil, DialContext: s.gate.For("the client's upstream").DialContext,
-			MaxIdleConnsPerHost: cs.concurrency, IdleConnTimeout: 30 * time.Second}}
-	defer cp.transport.CloseIdleConnections()
+	cp := &clientPath{rec: s.rec, up: driver.NewForwarder(s.world.t.ClientURL, cs.concurrency, s.gate.For("the client's upstream").DialContext),
+		faults: st.faults, windows: plan.Timed, begun: time.Now(), keyHeader: cs.keyHeader, intentHeader: cs.intentHeader,
+		named: map[[2]string]string{}, pick: cs.pick}
+	defer cp.up.Close()
 	s.attrib = cp
 	start := time.Now()
 	ls := make([]*listener, len(plan.Intents))

@@ -45,6 +45,12 @@ type scratch struct {
 	wire, rec, got history.Headers
 	// body is the answer's body; out the request's bytes.
 	body, out []byte
+	// keepWire asks send for the answer as it came, for a relay
+	// ([Forwarder]): a plain answer's status line and header in
+	// wireHead, any other's header in fullHeader.
+	keepWire   bool
+	wireHead   []byte
+	fullHeader http.Header
 }
 
 // maxPooledBuf bounds the buffers a scratch keeps: one large body should

@@ -375,8 +375,14 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, s 
 		}
 		return ex, err
 	}
+	buffered, _ := c.br.Peek(c.br.Buffered())
 	if h, ok := readHead(c.br, rq.method, s.got[:0]); ok {
 		s.got = h.header
+		if s.keepWire {
+			// What readHead consumed is still in br's buffer: it read
+			// from what was buffered, and the body's read has not refilled it.
+			s.wireHead = append(s.wireHead[:0], buffered[:len(buffered)-c.br.Buffered()]...)
+		}
 		ex.gotHead, ex.head = true, h
 		if int64(cap(s.body)) < h.length {
 			s.body = make([]byte, h.length)
@@ -412,6 +418,9 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, s 
 	ex.gotHead = true
 	ex.head = head{status: resp.StatusCode, header: headersOf(resp.Header), retryAfter: resp.Header.Get("Retry-After"),
 		length: resp.ContentLength}
+	if s.keepWire {
+		s.wireHead, s.fullHeader = s.wireHead[:0], resp.Header
+	}
 	ex.body, ex.bodyErr = readBody(resp)
 	if ex.bodyErr == nil && !rq.fresh && !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols &&
 		(resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0) {

@@ -74,13 +74,13 @@ var rules = map[string]rule{
 	"cmd/idemchaos/internal/scaffold":  {},
 	"cmd/idemchaos/internal/planfile":  {may: []string{"harness", "scenarios"}},
 	"cmd/idemchaos/internal/recorder":  {may: []string{"history", "scenarios", "faults", "internal/clientpath"}},
-	"internal/clientpath":              {may: []string{"faults"}},
+	"internal/clientpath":              {may: []string{"faults", "history", "internal/httptoken"}},
 	"cmd/idemchaos/internal/shard":     {may: []string{"report"}},
 	"cmd/idemchaos/internal/together":  {may: []string{"history"}},
 	"cmd/idemchaos/internal/leftover":  {may: []string{"internal/runenv", "internal/dockerenv"}},
 	"internal/refbench":                {may: []string{"reference"}},
 	"cmd/idemchaos/internal/bench": {may: append([]string{"checkers", "harness", "harness/catchmatrix", "harness/docker", "harness/driver", "harness/broker", "harness/broker/nats", "harness/broker/rabbitmq", "history", "scenarios", "internal/env", "internal/dockerenv",
-		"internal/histgen", "cmd/idemchaos/internal/partcheck", "internal/refbench", "internal/mariadb", "examples/foreign"}, infra...)},
+		"internal/histgen", "cmd/idemchaos/internal/partcheck", "internal/refbench", "internal/mariadb", "examples/foreign", "reference"}, infra...)},
 	// A sample service uses only what a user of the module could: the
 	// public packages, never internal ones.
 	"examples/...": {may: []string{"examples/...", "harness", "harness/pgtest", "harness/mariadbtest", "harness/oracle/mysql", "harness/oracle/sqlite", "harness/broker", "harness/broker/nats", "harness/broker/rabbitmq", "harness/broker/redis", "checkers", "scenarios", "history"}},

@@ -19,12 +19,12 @@ import (
 	"github.com/idemchaos/idemchaos/faults"
 )
 
-// Answer writes the proxy's own answer ans in the upstream's stead: the
-// scenario's error shape, else the reference's JSON error (clients decide
-// from the body too), with Retry-After in whole seconds rounded up. It
-// returns the headers and body sent, for the history.
-func Answer(w http.ResponseWriter, ans faults.Answer) (http.Header, []byte) {
-	h := w.Header()
+// AnswerParts is the header and body of the proxy's own answer ans in
+// the upstream's stead: the scenario's error shape, else the reference's
+// JSON error (clients decide from the body too), with Retry-After in
+// whole seconds rounded up.
+func AnswerParts(ans faults.Answer) (http.Header, []byte) {
+	h := http.Header{}
 	body := ans.Body
 	if body == "" {
 		b, _ := json.Marshal(map[string]string{"error": ans.Code, "message": fmt.Sprintf("%d from idemchaos's fault proxy", ans.Status)})
@@ -40,33 +40,22 @@ func Answer(w http.ResponseWriter, ans faults.Answer) (http.Header, []byte) {
 	if ans.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(ans.RetryAfter.Seconds()))))
 	}
-	w.WriteHeader(ans.Status)
-	_, _ = io.WriteString(w, body)
-	if fl, ok := w.(http.Flusher); ok {
-		fl.Flush()
-	}
 	return h, []byte(body)
 }
 
-// Relay writes the upstream's answer (its status, header without the
-// hop-by-hop fields and body, read whole) to the client of r in one write,
-// flushed at once: with a Content-Length, where a flush of a body of no
-// stated length makes it chunked (the headers and body one write, the
-// last chunk another, and a client that reads the answer waits for both).
-// header itself is left as it is: it is what the history records.
-func Relay(w http.ResponseWriter, r *http.Request, status int, header http.Header, body []byte) {
-	h := w.Header()
-	for k, vs := range header {
-		h[k] = vs
+// Answer writes the proxy's own answer ans ([AnswerParts]) to w. It
+// returns the headers and body sent, for the history.
+func Answer(w http.ResponseWriter, ans faults.Answer) (http.Header, []byte) {
+	h, body := AnswerParts(ans)
+	for k, vs := range h {
+		w.Header()[k] = vs
 	}
-	if r.Method != http.MethodHead && status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified {
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-	}
-	w.WriteHeader(status)
+	w.WriteHeader(ans.Status)
 	_, _ = w.Write(body)
 	if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()
 	}
+	return w.Header(), body
 }
 
 // Cut ends the client's connection without an answer: reset (RST) or

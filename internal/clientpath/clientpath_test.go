@@ -1,10 +1,8 @@
 package clientpath
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,46 +33,5 @@ func TestRetryAfterMS(t *testing.T) {
 	}
 	if got := RetryAfterMS(time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)); got < 3500_000 || got > 3600_000 {
 		t.Errorf("an HTTP-date an hour ahead: %d ms", got)
-	}
-}
-
-// The upstream's answer reaches the client with its length stated, not
-// chunked (one write, where a flushed answer of no stated length takes two
-// and its client waits for the last chunk), its status, headers and body as
-// they were; the header handed in (what the history records) gets no
-// Content-Length, and a 204 gets none either.
-func TestRelay_OneAnswerWithItsLength(t *testing.T) {
-	header := http.Header{"Content-Type": {"application/json"}, "X-Upstream": {"a", "b"}}
-	status, body := http.StatusCreated, []byte(`{"id":"ord_1"}`)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/none" {
-			Relay(w, r, http.StatusNoContent, http.Header{}, nil)
-			return
-		}
-		Relay(w, r, status, header, body)
-	}))
-	defer srv.Close()
-	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != status || string(got) != string(body) || resp.Header.Get("X-Upstream") != "a" || len(resp.Header["X-Upstream"]) != 2 {
-		t.Errorf("relayed %d %v %q, want %d %v %q", resp.StatusCode, resp.Header, got, status, header, body)
-	}
-	if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 {
-		t.Errorf("Content-Length %d, Transfer-Encoding %v: want %d, not chunked", resp.ContentLength, resp.TransferEncoding, len(body))
-	}
-	if _, ok := header["Content-Length"]; ok {
-		t.Errorf("the recorded header gained a Content-Length: %v", header)
-	}
-	resp, err = http.Post(srv.URL+"/none", "application/json", strings.NewReader(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Content-Length") != "" {
-		t.Errorf("204: status %d, Content-Length %q", resp.StatusCode, resp.Header.Get("Content-Length"))
 	}
 }
