@@ -3,8 +3,9 @@ package harness
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -202,20 +203,10 @@ func (cp *clientPath) intentOf(tenant, id string) string {
 	return ""
 }
 
-// sortedNames are h's field names in order.
-func sortedNames(h http.Header) []string {
-	names := make([]string, 0, len(h))
-	for k := range h {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
-}
-
 // recordedHeaders are a request's or response's headers as recorded:
 // sorted, credentials hidden.
 func recordedHeaders(h http.Header) history.Headers {
-	names := sortedNames(h)
+	names := slices.Sorted(maps.Keys(h))
 	out := make(history.Headers, 0, len(names))
 	for _, k := range names {
 		v := strings.Join(h[k], ", ")

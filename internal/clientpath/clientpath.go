@@ -61,10 +61,12 @@ func Answer(w http.ResponseWriter, ans faults.Answer) (http.Header, []byte) {
 // Cut ends the client's connection without an answer: reset (RST) or
 // closed.
 func Cut(w http.ResponseWriter, reset bool) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		return
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		cut(conn, reset)
 	}
+}
+
+func cut(conn net.Conn, reset bool) {
 	if tc, ok := conn.(*net.TCPConn); ok && reset {
 		_ = tc.SetLinger(0)
 	}
@@ -75,15 +77,19 @@ func Cut(w http.ResponseWriter, reset bool) {
 // gives up (closes it), ended is closed, or hold runs out (default a
 // minute).
 func Stall(w http.ResponseWriter, hold time.Duration, ended <-chan struct{}) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		return
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		holdOpen(conn, conn, hold, ended)
 	}
-	defer conn.Close()
+}
+
+// holdOpen holds conn, read through r, without a byte until the client
+// hangs up, ended is closed or hold runs out (default a minute), then
+// closes it.
+func holdOpen(conn net.Conn, r io.Reader, hold time.Duration, ended <-chan struct{}) {
 	gone := make(chan struct{})
 	go func() {
 		defer close(gone)
-		_, _ = io.Copy(io.Discard, conn) // EOF: the client hung up
+		_, _ = io.Copy(io.Discard, r) // EOF: the client hung up
 	}()
 	if hold <= 0 {
 		hold = time.Minute
@@ -95,6 +101,8 @@ func Stall(w http.ResponseWriter, hold time.Duration, ended <-chan struct{}) {
 	case <-ended:
 	case <-t.C:
 	}
+	_ = conn.Close()
+	<-gone
 }
 
 // Delay holds a slow answer back for d, or until the client is gone or

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -92,7 +93,7 @@ func readRequest(br *bufio.Reader) (req Request, length int64, body io.Reader, e
 	}
 	req = Request{Method: r.Method, URI: r.URL.RequestURI(), Close: r.Close,
 		Continue: strings.EqualFold(r.Header.Get("Expect"), "100-continue") && r.ContentLength != 0}
-	for _, k := range sortedKeys(r.Header) {
+	for _, k := range slices.Sorted(maps.Keys(r.Header)) {
 		for _, v := range r.Header[k] {
 			req.Header = append(req.Header, history.Header{Name: k, Value: v})
 		}

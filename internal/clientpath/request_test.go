@@ -3,8 +3,10 @@ package clientpath
 import (
 	"bufio"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,7 +26,7 @@ func slowRequest(t testing.TB, raw string) (Request, []byte, bool) {
 		return Request{}, nil, false
 	}
 	req := Request{Method: r.Method, URI: r.URL.RequestURI(), Close: r.Close}
-	for _, k := range sortedKeys(r.Header) {
+	for _, k := range slices.Sorted(maps.Keys(r.Header)) {
 		for _, v := range r.Header[k] {
 			req.Header = append(req.Header, history.Header{Name: k, Value: v})
 		}

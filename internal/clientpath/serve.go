@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -149,7 +150,7 @@ func (x *Exchange) Answer(ans faults.Answer) (http.Header, []byte) {
 		dst = append(dst, ' ')
 		dst = append(dst, http.StatusText(ans.Status)...)
 		dst = append(dst, "\r\n"...)
-		for _, k := range sortedKeys(h) {
+		for _, k := range slices.Sorted(maps.Keys(h)) {
 			for _, v := range h[k] {
 				dst = append(dst, k+": "+v+"\r\n"...)
 			}
@@ -166,10 +167,7 @@ func (x *Exchange) Answer(ans faults.Answer) (http.Header, []byte) {
 // closed.
 func (x *Exchange) Cut(reset bool) {
 	x.keep = false
-	if tc, ok := x.conn.(*net.TCPConn); ok && reset {
-		_ = tc.SetLinger(0)
-	}
-	_ = x.conn.Close()
+	cut(x.conn, reset)
 }
 
 // Stall holds the client's connection without a byte until the client
@@ -177,23 +175,7 @@ func (x *Exchange) Cut(reset bool) {
 // minute); the connection then ends.
 func (x *Exchange) Stall(hold time.Duration, ended <-chan struct{}) {
 	x.keep = false
-	gone := make(chan struct{})
-	go func() {
-		defer close(gone)
-		_, _ = io.Copy(io.Discard, x.br) // EOF: the client hung up
-	}()
-	if hold <= 0 {
-		hold = time.Minute
-	}
-	t := time.NewTimer(hold)
-	defer t.Stop()
-	select {
-	case <-gone:
-	case <-ended:
-	case <-t.C:
-	}
-	_ = x.conn.Close()
-	<-gone
+	holdOpen(x.conn, x.br, hold, ended)
 }
 
 // Delay holds a slow answer back for d, or until the client hangs up or
@@ -212,16 +194,6 @@ func (x *Exchange) Delay(d time.Duration, ended <-chan struct{}) {
 	_ = x.conn.SetReadDeadline(time.Unix(1, 0))
 	<-peeked
 	_ = x.conn.SetReadDeadline(time.Time{})
-}
-
-// sortedKeys are h's names in order.
-func sortedKeys(h http.Header) []string {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func isTimeout(err error) bool {
