@@ -43,7 +43,9 @@ with the machine it ran on and one table per section:
                 rate against the NATS Go client publishing asynchronously, a RabbitMQ node's start
   clients       issue 24: the client proxy's cost per attempt against Toxiproxy's, the check of a
                 1M-event client history (needs a checkout and the go command: it runs the module's
-                BenchmarkClientPath and BenchmarkLoadCheckClient)
+                BenchmarkClientPath and BenchmarkLoadCheckClient), the curl client's 200 intents
+                through idemchaos against straight at a reference, and the client corpus
+                (examples/clients) × --client-seeds against each client's ground truth
   demo          the whole idemchaos demo, timed
 
 The full run takes 15-25 minutes on 2 cores; progress goes to stderr. --quick is the CI
@@ -170,6 +172,7 @@ A run without --only rewrites every block, the Targets table only when all of th
 	fl.IntVar(&opts.Seeds, "seeds", 0, "seeds per mutant in detection (default 20; --quick 3)")
 	fl.IntVar(&opts.StormSeeds, "storm-seeds", 0, "seeds of storm in false-alarms (default 100; --quick 10)")
 	fl.IntVar(&opts.ForeignSeeds, "foreign-seeds", 0, "seeds per flawed foreign service (default 20; --quick 3)")
+	fl.IntVar(&opts.ClientSeeds, "client-seeds", 0, "seeds per client of the client corpus, clients section (default 20; --quick 3)")
 	fl.IntVar(&opts.ForeignCleanSeeds, "foreign-clean-seeds", 0, "seeds per correct foreign service (default 100; --quick 10)")
 	fl.StringVar(&seedList, "foreign-seed-list", "", "run every foreign case at these seeds instead (\"52,61\", \"30-35,82\"; a number N alone is 1..N)")
 	fl.StringSliceVar(&opts.ForeignCases, "foreign-cases", nil, "run only these foreign cases (comma-separated names; default every case)")

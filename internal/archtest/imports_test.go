@@ -80,7 +80,7 @@ var rules = map[string]rule{
 	"cmd/idemchaos/internal/leftover":  {may: []string{"internal/runenv", "internal/dockerenv"}},
 	"internal/refbench":                {may: []string{"reference"}},
 	"cmd/idemchaos/internal/bench": {may: append([]string{"checkers", "harness", "harness/catchmatrix", "harness/docker", "harness/driver", "harness/broker", "harness/broker/nats", "harness/broker/rabbitmq", "history", "scenarios", "internal/env", "internal/dockerenv",
-		"internal/histgen", "cmd/idemchaos/internal/partcheck", "internal/refbench", "internal/mariadb", "examples/foreign", "reference"}, infra...)},
+		"internal/histgen", "cmd/idemchaos/internal/partcheck", "internal/refbench", "internal/mariadb", "examples/foreign", "examples/clients", "reference"}, infra...)},
 	// A sample service uses only what a user of the module could: the
 	// public packages, never internal ones.
 	"examples/...": {may: []string{"examples/...", "harness", "harness/pgtest", "harness/mariadbtest", "harness/oracle/mysql", "harness/oracle/sqlite", "harness/broker", "harness/broker/nats", "harness/broker/rabbitmq", "harness/broker/redis", "checkers", "scenarios", "history"}},

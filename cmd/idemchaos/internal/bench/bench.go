@@ -63,6 +63,10 @@ type Options struct {
 	// foreign corpus meets, and ForeignCleanSeeds every correct one
 	// (defaults 20 and 100; [Quick]: 3 and 10).
 	ForeignSeeds, ForeignCleanSeeds int
+	// ClientSeeds is the number of seeds every client of the client
+	// corpus (examples/clients) meets in the clients section (default 20;
+	// [Quick]: 3).
+	ClientSeeds int
 	// ForeignSeedList, when set, is the seeds every foreign case meets
 	// instead (flawed and correct alike): a miss seen at seed 52 of a
 	// long run is rerun at seed 52 alone.
@@ -142,6 +146,7 @@ func (o Options) resolve(quick bool) (Options, error) {
 	def(&o.Seeds, 20, 3)
 	def(&o.StormSeeds, 100, 10)
 	def(&o.ForeignSeeds, 20, 3)
+	def(&o.ClientSeeds, 20, 3)
 	def(&o.ForeignCleanSeeds, 100, 10)
 	def(&o.Repeats, 5, 3)
 	def(&o.StartupRepeats, 10, 3)
@@ -342,7 +347,7 @@ func (b *bench) bound(name string) time.Duration {
 	case SectionConsumers:
 		return 2*time.Minute + time.Duration(o.Repeats)*3*time.Minute
 	case SectionClients:
-		return 10*time.Minute + time.Duration(o.Repeats)*2*time.Minute
+		return 10*time.Minute + time.Duration(o.Repeats)*2*time.Minute + time.Duration(o.ClientSeeds)*3*time.Minute
 	}
 	return 2*time.Minute + time.Duration(o.DemoRuns)*5*time.Minute
 }

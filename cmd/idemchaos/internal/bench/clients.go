@@ -48,6 +48,9 @@ type ClientsResult struct {
 	// 200 intents through idemchaos and straight at a reference (see
 	// curlRound), CurlRatio each round's quotient.
 	CurlThrough, CurlStraight, CurlRatio Summary
+	// Corpus is the client corpus × CorpusSeeds (see clientCorpus).
+	Corpus      []ClientCorpusRow
+	CorpusSeeds int
 }
 
 var (
@@ -114,7 +117,9 @@ func (b *bench) clients(ctx context.Context) error {
 		b.logf("clients %d/%d: direct %.1f µs, proxied %.1f µs, toxiproxy %.1f µs (ratio %.2f×); check %s events/s; curl × %d: %.2f s through, %.2f s straight (%.2f×)",
 			i+1, b.opts.Repeats, us[0], us[1], us[2], us[3], rate(rt), curlIntents, through, straight, through/straight)
 	}
-	return nil
+	res.CorpusSeeds = b.opts.ClientSeeds
+	res.Corpus, err = clientCorpus(ctx, b, root, r, b.opts.ClientSeeds)
+	return err
 }
 
 // goBench runs one benchmark of pkg with the go command from root and
@@ -184,6 +189,7 @@ func (r *Report) clientsMD(p printer) {
 		"recorded), timed from its first invocation's start to its last one's end; straight, the same %d invocations of the script, "+
 		"%d at a time, with `IDEMCHAOS_URL` at a reference served in-process on a database of its own; one of each a round.", curlIntents, curlConcurrency)
 	p("")
+	clientCorpusMD(p, c.Corpus, c.CorpusSeeds)
 }
 
 // curlIntents and curlConcurrency are issue #24's curl run: 200 intents,
