@@ -131,16 +131,17 @@ func generatePlan(seed int64, tr scenarios.Traffic, rq requestSpec, fs []builtFa
 			rq.render(&in)
 			p.Intents = append(p.Intents, in)
 			if coin(tr.Duplicates, "duplicate") {
-				d := in
+				src := resubmitted(p.Intents)
+				d := src
 				d.Faults, d.Clicks = nil, 0
-				d.At = in.At + time.Duration(rapid.Int64Range(spread/2+50, spread+100).Draw(t, "resubmit-after"))*time.Millisecond
+				d.At = d.At + time.Duration(rapid.Int64Range(spread/2+50, spread+100).Draw(t, "resubmit-after"))*time.Millisecond
 				// The fingerprint probe: the same payload written another
 				// way, which the contract says is (canonical) or is not
 				// (strict) the same request.
 				if rq.fingerprint != "" && d.Variant == "" && coin(0.5, "reserialise") {
 					d.Variant = driver.VariantReserialised
 					rq.render(&d)
-					if bytes.Equal(d.Body, in.Body) {
+					if bytes.Equal(d.Body, src.Body) {
 						d.Variant = ""
 						rq.render(&d)
 					}
@@ -156,6 +157,19 @@ func generatePlan(seed int64, tr scenarios.Traffic, rq requestSpec, fs []builtFa
 		return p
 	})
 	return gen.Example(int(seed))
+}
+
+// resubmitted is the intent a resubmit copies: the last drawn whose first
+// answer its client sees (no fault aimed at attempt 1), else the last: a
+// resubmit of a dropped answer compares a replay with a replay only
+// (empty-replay escaped at seed 3 so).
+func resubmitted(drawn []driver.Intent) driver.Intent {
+	for i := len(drawn) - 1; i >= 0; i-- {
+		if drawn[i].Faults[1] == "" && drawn[i].Faults[0] == "" {
+			return drawn[i]
+		}
+	}
+	return drawn[len(drawn)-1]
 }
 
 // retypedVariants are the type-only changes a reuse probe tries, in order.
