@@ -160,7 +160,7 @@ func (o Options) resolve(quick bool) (Options, error) {
 		o.CheckerSizes = []int{10_000, 100_000, 1_000_000}
 	}
 	runs := slices.ContainsFunc(o.Only, func(s string) bool {
-		return s == SectionDetection || s == SectionFalseAlarms || s == SectionForeign || s == SectionDemo
+		return s == SectionDetection || s == SectionFalseAlarms || s == SectionForeign || s == SectionDemo || s == SectionClients
 	})
 	if o.HistoryDir == "" && runs {
 		dir, err := os.MkdirTemp("", "idemchaos-bench-")

@@ -72,6 +72,7 @@ func (b *bench) clients(ctx context.Context) error {
 		return err
 	}
 	defer closeRunner(context.WithoutCancel(ctx))
+	r.HistoryDir = b.opts.HistoryDir // a wrong verdict's history is named in the report
 	local, err := env.StartLocal(ctx, env.LocalConfig{})
 	if err != nil {
 		return err
