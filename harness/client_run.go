@@ -100,11 +100,13 @@ func (s *session) clientStep(ctx context.Context, st *stepPlan, plan Plan) (driv
 	cp := &clientPath{rec: s.rec, up: driver.NewForwarder(s.world.t.ClientURL, cs.concurrency, s.gate.For("the client's upstream").DialContext),
 		faults: st.faults, windows: plan.Timed, begun: time.Now(), keyHeader: cs.keyHeader, intentHeader: cs.intentHeader,
 		named: map[[2]string]string{}, pick: cs.pick}
-	defer cp.up.Close()
 	s.attrib = cp
 	start := time.Now()
 	ls := make([]*listener, len(plan.Intents))
 	defer func() {
+		// Forwards still waiting on the upstream end first (a listener's
+		// close waits for its attempts), recorded as the gateway's 502.
+		cp.up.Close()
 		for _, l := range ls {
 			if l != nil {
 				l.close()

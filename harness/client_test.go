@@ -412,3 +412,50 @@ faults:
 		})
 	}
 }
+
+// An upstream that never answers: the client gives up at its own
+// deadline, and the step ends then — the attempts still forwarded are cut
+// and recorded as the proxy's 502, not waited for until the forward's own
+// two-minute bound.
+func TestTestClient_AHungUpstreamDoesNotHoldTheStep(t *testing.T) {
+	hung := make(chan struct{})
+	shop := newShop(false)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			select {
+			case <-hung:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		shop.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(hung) })
+	s, err := scenarios.Parse("hung.yaml", []byte(strings.ReplaceAll(shopEndpoint+shopEffects+`
+client:
+  command: ["in-process"]
+  intents: 2
+invariants: [key-stable]
+`, "SERVICE", srv.URL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(ctx context.Context, base string, in harness.Intent) (harness.Belief, error) {
+		ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+in.Path, bytes.NewReader(in.Body))
+		req.Header.Set("Idempotency-Key", newKey())
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+		return harness.Belief{Outcome: harness.Unknown}, nil
+	}
+	start := time.Now()
+	tb := &fakeTB{}
+	harness.TestClient(tb, harness.ClientCase{Do: do, Env: harness.ExternalEnv(srv.URL), Steps: []harness.Step{{Inline: s, Seed: 1}}})
+	tb.done()
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("the step took %s with an upstream that never answers: it waited for the forwards", took)
+	}
+}
