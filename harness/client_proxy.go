@@ -24,8 +24,7 @@ import (
 // recorded by the listener it arrived on: the ground truth of its intent.
 type clientPath struct {
 	rec *driver.Recorder
-	// up forwards to the upstream, over connections kept alive for
-	// every listener.
+	// up forwards to the upstream, its connections shared by listeners.
 	up        *driver.Forwarder
 	faults    []builtFault
 	windows   []TimedFault

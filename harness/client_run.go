@@ -104,8 +104,7 @@ func (s *session) clientStep(ctx context.Context, st *stepPlan, plan Plan) (driv
 	start := time.Now()
 	ls := make([]*listener, len(plan.Intents))
 	defer func() {
-		// Forwards still waiting on the upstream end first (a listener's
-		// close waits for its attempts), recorded as the gateway's 502.
+		// Forwards still waiting end first (a listener's close waits for them).
 		cp.up.Close()
 		for _, l := range ls {
 			if l != nil {
