@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -241,7 +242,7 @@ func Decide(f Facts, steps []Result, opts ...Option) Judgement {
 		case undecided(own, p) != "":
 			r = setAside(r, Unknown, undecided(own, p), "nothing to judge in this step")
 		case setup != "":
-			r = setAsideSetup(r, setup)
+			r = setAside(r, Unknown, setup, "")
 		case r.Verdict == Pass && accepted(sofar) == 0 && !(f.Client && injected(sofar)):
 			// Every check passes vacuously when nothing executed: a wrong
 			// path, body or token must not read as a clean service.
@@ -275,25 +276,6 @@ func setupOnly(r Result) string {
 		return ""
 	}
 	return fmt.Sprintf("%s (%d key(s)); nothing else was found, so nothing was judged: a setup problem, not the service's idempotency", cause, n)
-}
-
-// setAsideSetup makes r unknown for the reason why and sets aside the
-// setup violations, in the checks that found them; what the other checks
-// judged of the keys the service did serve stands.
-func setAsideSetup(r Result, why string) Result {
-	r.Verdict, r.Reason, r.Violations = Unknown, why, nil
-	if len(r.Results) == 0 {
-		return r
-	}
-	parts := slices.Clone(r.Results)
-	for i, p := range parts {
-		if k := len(p.Violations); k > 0 {
-			p.Verdict, p.Reason, p.Violations = Unknown, fmt.Sprintf("not judged: a setup problem, not the service's idempotency (%d possible violation(s) set aside)", k), nil
-			parts[i] = p
-		}
-	}
-	r.Results = parts
-	return r
 }
 
 // reportedViolation is a violation an earlier step reported, and which.
@@ -514,22 +496,25 @@ func withReason(r Result, why string) Result {
 // its checks found: each part that judged something says it was not
 // judged (short says why), and how many possible violations it dropped. Violations found where
 // nothing could be judged would accuse the service of the setup's fault.
+// With short "" (a setup problem of the target), only the parts that found
+// violations are set aside: what the others judged of the keys the
+// service did serve stands.
 func setAside(r Result, v Verdict, why, short string) Result {
 	n := len(r.Violations)
 	r.Verdict, r.Reason, r.Violations = v, why, nil
 	if len(r.Results) == 0 {
-		if n > 0 {
+		if n > 0 && short != "" {
 			r.Reason += fmt.Sprintf("; %d possible violation(s) not judged", n)
 		}
 		return r
 	}
 	parts := make([]Result, len(r.Results))
 	for i, p := range r.Results {
-		if p.Verdict == Pass && p.Checked == 0 {
-			parts[i] = p // it judged nothing: nothing to set aside
+		if p.Verdict == Pass && p.Checked == 0 || short == "" && len(p.Violations) == 0 {
+			parts[i] = p // it judged nothing, or found nothing of the setup's: nothing to set aside
 			continue
 		}
-		reason := "not judged: " + short
+		reason := "not judged: " + cmp.Or(short, "a setup problem, not the service's idempotency")
 		if k := len(p.Violations); k > 0 {
 			reason += fmt.Sprintf(" (%d possible violation(s) set aside)", k)
 		}
