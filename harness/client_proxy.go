@@ -134,10 +134,8 @@ func (l *listener) serve(x *clientpath.Exchange) {
 	resp, err := cp.up.Forward(context.Background(), r.Method, r.URI, r.Sorted(cp.intentHeader, l.in.ID), r.Body, 2*time.Minute)
 	if err != nil {
 		// The upstream gave no answer: the proxy answers as a gateway.
-		x.Send(func(dst []byte) []byte {
-			msg := fmt.Sprintf("502 from the fault proxy: upstream: %v\n", err)
-			return fmt.Appendf(dst, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(msg), msg)
-		})
+		x.Answer(faults.Answer{Status: http.StatusBadGateway, Headers: map[string]string{"Content-Type": "text/plain"},
+			Body: fmt.Sprintf("502 from the fault proxy: upstream: %v\n", err)})
 		// Whether it executed is unknown: the proxy says it forwarded.
 		_ = cp.rec.Write(&history.Event{Type: history.TypeOK, Op: op, By: "proxy", Forwarded: true, Resp: &history.Response{Status: http.StatusBadGateway}})
 		return

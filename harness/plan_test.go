@@ -73,7 +73,9 @@ func TestWithFaults_DoubleClickTogether(t *testing.T) {
 // intent drawn so far is aimed is the last one copied as before.
 func TestResubmitted_AnIntentWhoseAnswerWasSeen(t *testing.T) {
 	t.Parallel()
-	aimed := func(id string) driver.Intent { return driver.Intent{ID: id, Faults: map[int]string{1: "response-drop#0"}} }
+	aimed := func(id string) driver.Intent {
+		return driver.Intent{ID: id, Faults: map[int]string{1: "response-drop#0"}}
+	}
 	every := func(id string) driver.Intent { return driver.Intent{ID: id, Faults: map[int]string{0: "stall#0"}} }
 	plain := func(id string) driver.Intent { return driver.Intent{ID: id} }
 	for _, c := range []struct {

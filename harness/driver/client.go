@@ -316,6 +316,8 @@ type wireRequest struct {
 	hdr    history.Headers
 	body   []byte
 	fresh  bool // its own connection, closed afterwards
+	// maxBody bounds the answer's body (0: MaxResponseBytes).
+	maxBody int64
 	// hold, when set, is called once all but the request's last byte is
 	// written, with the write of that byte; it returns that write's error.
 	hold func(last func() error) error
@@ -376,7 +378,7 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, s 
 		return ex, err
 	}
 	buffered, _ := c.br.Peek(c.br.Buffered())
-	if h, ok := readHead(c.br, rq.method, s.got[:0]); ok {
+	if h, ok := readHead(c.br, rq.method, s.got[:0], rq.bodyLimit()); ok {
 		s.got = h.header
 		if s.keepWire {
 			// What readHead consumed is still in br's buffer: it read
@@ -421,7 +423,7 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, s 
 	if s.keepWire {
 		s.wireHead, s.fullHeader = s.wireHead[:0], resp.Header
 	}
-	ex.body, ex.bodyErr = readBody(resp)
+	ex.body, ex.bodyErr = readBody(resp, rq.bodyLimit())
 	if ex.bodyErr == nil && !rq.fresh && !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols &&
 		(resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0) {
 		keep = true
@@ -444,15 +446,15 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 	}
 }
 
-// readBody reads up to MaxResponseBytes of the body. A body longer than
+// readBody reads up to limit bytes of the body. A body longer than
 // that is an error too: the connection cannot be reused, and the record
 // would not be the answer.
-func readBody(resp *http.Response) ([]byte, error) {
+func readBody(resp *http.Response, limit int64) ([]byte, error) {
 	defer resp.Body.Close()
 	if resp.ContentLength == 0 || resp.Body == http.NoBody {
 		return []byte{}, nil
 	}
-	if n := resp.ContentLength; n > 0 && n <= MaxResponseBytes {
+	if n := resp.ContentLength; n > 0 && n <= limit {
 		b := make([]byte, n)
 		if _, err := io.ReadFull(resp.Body, b); err != nil {
 			if err == io.EOF {
@@ -462,21 +464,29 @@ func readBody(resp *http.Response) ([]byte, error) {
 		}
 		return b, nil
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > MaxResponseBytes {
-		return b[:MaxResponseBytes], errBodyTooLong
+	if int64(len(b)) > limit {
+		return b[:limit], fmt.Errorf("%w than %d bytes", errBodyTooLong, limit)
 	}
 	return b, nil
+}
+
+// bodyLimit is the most of an answer's body rq reads.
+func (rq *wireRequest) bodyLimit() int64 {
+	if rq.maxBody > 0 {
+		return rq.maxBody
+	}
+	return MaxResponseBytes
 }
 
 // errRunOver says a request was not sent because the run had ended.
 var errRunOver = errors.New("the run ended")
 
-// errBodyTooLong says the body was cut at MaxResponseBytes.
-var errBodyTooLong = fmt.Errorf("longer than %d bytes", MaxResponseBytes)
+// errBodyTooLong says the body was cut at its bound.
+var errBodyTooLong = errors.New("longer")
 
 // excluded are the header fields http.Request.Write leaves out of a
 // request's header map (it writes its own, or none).

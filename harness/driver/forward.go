@@ -24,12 +24,21 @@ type Forwarder struct {
 	base    string
 	targets targets
 	scratch sync.Pool
+	// closed ends, at Close, the forwards still dialling as well.
+	closed context.Context
+	close  context.CancelFunc
 }
+
+// MaxForwardedBody bounds an answer the Forwarder reads and relays (the
+// driver records at most MaxResponseBytes of its own answers): one longer
+// is the upstream's error, answered as a gateway.
+const MaxForwardedBody = 64 << 20
 
 // NewForwarder forwards to base (scheme://host[:port]), keeping at most
 // maxIdle idle connections, each made by dial (nil: a plain dialer).
 func NewForwarder(base string, maxIdle int, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *Forwarder {
 	f := &Forwarder{pool: newPool(max(maxIdle, 1), dial), base: base, targets: targets{m: map[targetKey]target{}}}
+	f.closed, f.close = context.WithCancel(context.Background())
 	f.scratch.New = func() any { return &scratch{keepWire: true} }
 	return f
 }
@@ -67,9 +76,12 @@ func (f *Forwarder) Forward(ctx context.Context, method, uri string, hdr history
 	if err := validRequest(method, sent); err != nil {
 		return Answer{}, err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(f.closed, cancel)()
 	s := f.scratch.Get().(*scratch)
 	defer f.scratch.Put(s)
-	ex, err := f.pool.send(ctx, &wireRequest{method: method, t: t, hdr: sent, body: body}, time.Now().Add(timeout), s)
+	ex, err := f.pool.send(ctx, &wireRequest{method: method, t: t, hdr: sent, body: body, maxBody: MaxForwardedBody}, time.Now().Add(timeout), s)
 	if err == nil {
 		err = ex.bodyErr
 	}
@@ -77,14 +89,24 @@ func (f *Forwarder) Forward(ctx context.Context, method, uri string, hdr history
 		return Answer{}, err
 	}
 	a := Answer{Status: ex.head.status, RetryAfter: ex.head.retryAfter, Body: append([]byte{}, ex.body...)}
+	hop := false
 	for _, h := range ex.head.header {
 		if h.Name != "Content-Length" && !HopByHop(h.Name) {
 			a.Header = append(a.Header, h)
 		}
+		hop = hop || HopByHop(h.Name)
 	}
-	if len(s.wireHead) > 0 {
+	switch {
+	case len(s.wireHead) > 0 && !hop:
 		a.wire = append([]byte{}, s.wireHead...)
-	} else {
+	case len(s.wireHead) > 0:
+		// A plain head with a hop-by-hop field (Keep-Alive, Upgrade…):
+		// relayed without it, from the fields as read.
+		a.full = http.Header{}
+		for _, h := range ex.head.header {
+			a.full[h.Name] = []string{h.Value}
+		}
+	default:
 		a.full = s.fullHeader
 	}
 	s.fullHeader = nil
@@ -127,8 +149,12 @@ func (a *Answer) AppendWire(dst []byte, method string) []byte {
 	return append(dst, a.Body...)
 }
 
-// Close closes the idle connections and interrupts requests in flight.
-func (f *Forwarder) Close() { f.pool.close() }
+// Close closes the idle connections and interrupts requests in flight,
+// dialling ones included.
+func (f *Forwarder) Close() {
+	f.close()
+	f.pool.close()
+}
 
 // HopByHop reports a hop-by-hop header field (RFC 9110 §7.6.1): a proxy
 // does not forward it.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -144,5 +145,54 @@ func TestForward_AConnectionTheUpstreamClosedIsNotUsed(t *testing.T) {
 	}
 	if n := served.Load(); n != 5 {
 		t.Errorf("the upstream served %d requests for 5 forwarded", n)
+	}
+}
+
+// An answer longer than the driver records of its own (4 MiB) is relayed
+// whole, as the proxy relayed one before; a plain head's hop-by-hop field
+// is not relayed.
+func TestForward_ALargeAnswerAndAHopByHopField(t *testing.T) {
+	body := strings.Repeat("x", 6<<20)
+	base, _, _ := rawUpstream(t, "HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5\r\nX-A: 1\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body, false)
+	f := NewForwarder(base, 2, nil)
+	defer f.Close()
+	a, err := f.Forward(context.Background(), "GET", "/big", nil, nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire := string(a.AppendWire(nil, "GET"))
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(wire)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	if len(got) != len(body) || resp.Header.Get("X-A") != "1" || resp.Header.Get("Keep-Alive") != "" {
+		t.Errorf("relayed %d of %d bytes, header %v: want it whole, X-A kept, Keep-Alive not relayed", len(got), len(body), resp.Header)
+	}
+}
+
+// Close ends a forward still dialling (an upstream that drops SYNs), not
+// only those waiting on an answer.
+func TestForward_CloseEndsADial(t *testing.T) {
+	dialling := make(chan struct{})
+	f := NewForwarder("http://127.0.0.1:9", 1, func(ctx context.Context, _, _ string) (net.Conn, error) {
+		close(dialling)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Forward(context.Background(), "POST", "/v1/orders", nil, nil, 2*time.Minute)
+		done <- err
+	}()
+	<-dialling
+	f.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a forward closed while dialling succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end a forward that was dialling")
 	}
 }

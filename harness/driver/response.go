@@ -35,13 +35,13 @@ type head struct {
 // request of method from what br has buffered, appending the header to
 // dst. A plain answer is HTTP/1.1, has a status that carries a body
 // (200–599 but 204 and 304), a request method that reads it (not HEAD),
-// exactly one Content-Length of at most MaxResponseBytes, every line
+// exactly one Content-Length of at most limit, every line
 // well formed and ended by CRLF, and none of the fields http.ReadResponse
 // acts on or rewrites (Connection, Transfer-Encoding, Pragma). For
 // anything else readHead consumes nothing and reports false:
 // http.ReadResponse then reads the answer from the start. br must hold
 // at least one byte.
-func readHead(br *bufio.Reader, method string, dst history.Headers) (head, bool) {
+func readHead(br *bufio.Reader, method string, dst history.Headers, limit int64) (head, bool) {
 	if method == "HEAD" {
 		return head{}, false
 	}
@@ -124,7 +124,7 @@ func readHead(br *bufio.Reader, method string, dst history.Headers) (head, bool)
 				}
 				n = n*10 + int64(c-'0')
 			}
-			if n > MaxResponseBytes {
+			if n > limit {
 				return head{}, false
 			}
 			h.length = n

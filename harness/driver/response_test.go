@@ -107,7 +107,7 @@ func TestReadHead_AsNetHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := br.Buffered()
-		h, ok := readHead(br, method, nil)
+		h, ok := readHead(br, method, nil, MaxResponseBytes)
 		if !ok {
 			if br.Buffered() != before {
 				t.Fatalf("%q: declined after consuming %d bytes", raw, before-br.Buffered())
@@ -127,7 +127,7 @@ func TestReadHead_AsNetHTTP(t *testing.T) {
 		}
 		body := make([]byte, h.length)
 		_, gotErr := io.ReadFull(br, body)
-		wantBody, wantErr := readBody(want)
+		wantBody, wantErr := readBody(want, MaxResponseBytes)
 		if (gotErr == nil) != (wantErr == nil) || gotErr == nil && !bytes.Equal(body, wantBody) {
 			t.Fatalf("%q: body %q (%v), http.ReadResponse's %q (%v)", raw, body, gotErr, wantBody, wantErr)
 		}
@@ -147,7 +147,7 @@ func TestReadHead_ReadsAPlainAnswer(t *testing.T) {
 		"content-length: 2\r\nX-A: 1\r\nx-a:\t2 \r\nRetry-After: 3\r\nAuthorization: secret\r\n\r\n{}"
 	br := bufio.NewReader(strings.NewReader(raw))
 	br.Peek(1)
-	h, ok := readHead(br, "POST", nil)
+	h, ok := readHead(br, "POST", nil, MaxResponseBytes)
 	want := "201 [{Authorization [redacted]} {Content-Length 2} {Content-Type application/json} " +
 		"{Date Mon, 30 Nov 2026 12:00:00 GMT} {Retry-After 3} {X-A 1, 2}] 3 2"
 	if got := fmt.Sprintf("%d %v %s %d", h.status, h.header, h.retryAfter, h.length); !ok || got != want {

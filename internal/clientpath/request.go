@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/idemchaos/idemchaos/history"
@@ -91,8 +92,16 @@ func readRequest(br *bufio.Reader) (req Request, length int64, body io.Reader, e
 	if err != nil {
 		return req, 0, nil, err
 	}
+	// What Go's server refuses after ReadRequest, it is refused here too.
+	if r.ProtoAtLeast(1, 1) && r.Host == "" && r.Method != http.MethodConnect {
+		return req, 0, nil, errRefused{http.StatusBadRequest, "missing required Host header"}
+	}
+	expect := r.Header.Get("Expect")
 	req = Request{Method: r.Method, URI: r.URL.RequestURI(), Close: r.Close,
-		Continue: strings.EqualFold(r.Header.Get("Expect"), "100-continue") && r.ContentLength != 0}
+		Continue: asciiFold(expect, "100-continue") && r.ProtoAtLeast(1, 1) && r.ContentLength != 0}
+	if expect != "" && !asciiFold(expect, "100-continue") {
+		return req, 0, nil, errRefused{http.StatusExpectationFailed, ""}
+	}
 	for _, k := range slices.Sorted(maps.Keys(r.Header)) {
 		for _, v := range r.Header[k] {
 			req.Header = append(req.Header, history.Header{Name: k, Value: v})
@@ -100,6 +109,14 @@ func readRequest(br *bufio.Reader) (req Request, length int64, body io.Reader, e
 	}
 	return req, -1, r.Body, nil
 }
+
+// errRefused is a request Go's server answers with status and closes.
+type errRefused struct {
+	status int
+	why    string
+}
+
+func (e errRefused) Error() string { return strconv.Itoa(e.status) + " " + e.why }
 
 // errPlain says a head is not plain; readPlain then consumed nothing.
 var errPlain = errors.New("not plain")
@@ -110,7 +127,7 @@ var errPlain = errors.New("not plain")
 // unreserved bytes and slashes and a query of visible bytes, every field
 // line well formed and CRLF-ended, at most one Host and one
 // Content-Length (of at most MaxRequestBody), no Transfer-Encoding,
-// Expect or Upgrade. Anything else consumes nothing and reports false, for
+// Expect, Upgrade or Pragma (which ReadRequest adds a Cache-Control for). Anything else consumes nothing and reports false, for
 // http.ReadRequest to read from the start; TestReadPlain_AsNetHTTP holds
 // the two to the same requests.
 func readPlain(br *bufio.Reader) (Request, int64, bool) {
@@ -138,7 +155,7 @@ func readPlain(br *bufio.Reader) (Request, int64, bool) {
 		name = textproto.CanonicalMIMEHeaderKey(name)
 		value = strings.Trim(value, " \t")
 		switch name {
-		case "Transfer-Encoding", "Expect", "Upgrade":
+		case "Transfer-Encoding", "Expect", "Upgrade", "Pragma":
 			return Request{}, 0, false
 		case "Host":
 			if hosts++; hosts > 1 {
@@ -158,6 +175,9 @@ func readPlain(br *bufio.Reader) (Request, int64, bool) {
 	}
 	if length < 0 {
 		length = 0
+	}
+	if hosts == 0 {
+		return Request{}, 0, false // refused by the fallback, as Go's server refuses it
 	}
 	_, _ = br.Discard(end + 4)
 	return req, length, true
@@ -204,12 +224,34 @@ func plainLength(v string) (int64, error) {
 // badValueRune is a byte net/textproto refuses in a field value.
 func badValueRune(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }
 
-// hasToken reports whether a comma-separated field value holds token.
+// hasToken reports whether a comma-separated field value holds token,
+// as net/http reads one: spaces and tabs trimmed, ASCII case folded.
 func hasToken(v, token string) bool {
 	for part := range strings.SplitSeq(v, ",") {
-		if strings.EqualFold(strings.TrimSpace(part), token) {
+		if asciiFold(strings.Trim(part, " \t"), token) {
 			return true
 		}
 	}
 	return false
+}
+
+// asciiFold is strings.EqualFold over ASCII only (no Unicode folds: "ſ"
+// is not "s" to HTTP).
+func asciiFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }

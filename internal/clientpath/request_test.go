@@ -76,6 +76,9 @@ func TestReadPlain_AsNetHTTP(t *testing.T) {
 		"POST /v1/orders HTTP/1.1\r\nHost: h\r\nConnection: keep-alive\r\nContent-Length: 0\r\nX-Empty:\r\n\r\n",
 		"PUT /v1/a-b_c.d~e/ HTTP/1.1\r\nHost: h\r\nX-Intent: forged\r\nCookie: a=1\r\nCookie: b=2\r\nContent-Length: 23\r\n\r\n" + body,
 		"POST /v1/orders HTTP/1.1\r\nHost: h\r\nX-Obs: caf\xc3\xa9\tx\r\nContent-Length: 23\r\n\r\n" + body,
+		// Not "close" to HTTP, whatever Unicode folds to.
+		"POST /v1/orders HTTP/1.1\r\nHost: h\r\nConnection: clo\u017fe\r\nContent-Length: 23\r\n\r\n" + body,
+		"POST /v1/orders HTTP/1.1\r\nHost: h\r\nConnection: close\u00a0\r\nContent-Length: 23\r\n\r\n" + body,
 	}
 	for _, raw := range plain {
 		fast, fb, ok := fastRequest(raw)
@@ -102,7 +105,8 @@ func TestReadPlain_AsNetHTTP(t *testing.T) {
 		"POST /v1/orders HTTP/1.1\r\nHost: h\r\nX-Bad : a\r\nContent-Length: 23\r\n\r\n" + body,
 		"POST /v1/orders HTTP/1.1\r\nHost: h\r\nContent-Length: +23\r\n\r\n" + body,
 		"POST /v1/orders HTTP/1.1\nHost: h\nContent-Length: 23\n\n" + body,
-		"POST /v1/orders HTTP/1.1\r\nHost: h\r\nContent-Length: 23\r\n", // the head not all there
+		"POST /v1/orders HTTP/1.1\r\nHost: h\r\nContent-Length: 23\r\n",                                // the head not all there
+		"POST /v1/orders HTTP/1.1\r\nHost: h\r\nPragma: no-cache\r\nContent-Length: 23\r\n\r\n" + body, // ReadRequest adds a Cache-Control
 	}
 	for _, raw := range odd {
 		if _, _, ok := fastRequest(raw); ok {

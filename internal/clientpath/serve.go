@@ -3,6 +3,7 @@ package clientpath
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -86,14 +87,31 @@ func (s *Server) serve(c net.Conn) {
 	defer c.Close()
 	br := bufio.NewReaderSize(c, 4<<10)
 	var out []byte
+	post := false
 	for {
+		if post {
+			// As Go's server: up to four stray CR or LF after a POST's
+			// body (old clients') are not a request.
+			peek, _ := br.Peek(4)
+			n := 0
+			for n < len(peek) && (peek[n] == '\r' || peek[n] == '\n') {
+				n++
+			}
+			_, _ = br.Discard(n)
+		}
 		req, length, body, err := readRequest(br)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			var refused errRefused
+			switch {
+			case errors.As(err, &refused):
+				_, _ = fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+					refused.status, http.StatusText(refused.status), len(refused.why), refused.why)
+			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
 				_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 			}
 			return
 		}
+		post = req.Method == http.MethodPost
 		x := &Exchange{Req: req, conn: c, br: br, out: out[:0], keep: !req.Close}
 		if req.Continue {
 			if _, err := io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
@@ -106,7 +124,12 @@ func (s *Server) serve(c net.Conn) {
 		} else {
 			x.Req.Body, err = io.ReadAll(io.LimitReader(body, MaxRequestBody))
 			if n, _ := body.Read(make([]byte, 1)); n > 0 {
-				x.keep = false // longer than read: the rest cannot be framed
+				// Longer than read: the rest cannot be framed. The answer
+				// goes out, then the connection ends as Go's server ends
+				// one (half-closed, what the client still sends read),
+				// not with a reset that could arrive before the answer.
+				x.keep = false
+				defer lingerClose(c, br)
 			}
 		}
 		if err != nil {
@@ -144,6 +167,7 @@ func (x *Exchange) Send(build func(dst []byte) []byte) {
 // [AnswerParts]); it returns the header and body sent, for the history.
 func (x *Exchange) Answer(ans faults.Answer) (http.Header, []byte) {
 	h, body := AnswerParts(ans)
+	head := x.Req.Method == http.MethodHead // a length, but no body
 	x.Send(func(dst []byte) []byte {
 		dst = append(dst, "HTTP/1.1 "...)
 		dst = strconv.AppendInt(dst, int64(ans.Status), 10)
@@ -158,6 +182,9 @@ func (x *Exchange) Answer(ans faults.Answer) (http.Header, []byte) {
 		dst = append(dst, "Content-Length: "...)
 		dst = strconv.AppendInt(dst, int64(len(body)), 10)
 		dst = append(dst, "\r\n\r\n"...)
+		if head {
+			return dst
+		}
 		return append(dst, body...)
 	})
 	return h, body
@@ -194,6 +221,17 @@ func (x *Exchange) Delay(d time.Duration, ended <-chan struct{}) {
 	_ = x.conn.SetReadDeadline(time.Unix(1, 0))
 	<-peeked
 	_ = x.conn.SetReadDeadline(time.Time{})
+}
+
+// lingerClose closes c's writing half and reads what its client still
+// sends for up to half a second, so that the client reads the answer
+// before the connection ends.
+func lingerClose(c net.Conn, br *bufio.Reader) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+		_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		_, _ = io.Copy(io.Discard, br)
+	}
 }
 
 func isTimeout(err error) bool {

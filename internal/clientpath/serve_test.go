@@ -156,3 +156,78 @@ func TestServer_StallAndDelayEndWhenTheClientHangsUp(t *testing.T) {
 		c.Close()
 	}
 }
+
+// What Go's server refuses is refused alike (a request without Host, an
+// expectation it cannot meet); stray line ends after a POST are skipped;
+// a HEAD the proxy answers gets no body, so the next answer on the
+// connection is read as itself.
+func TestServer_RefusesAsGosServerAndFramesHEAD(t *testing.T) {
+	addr := serveWith(t, func(x *Exchange) {
+		if x.Req.Method == http.MethodHead {
+			x.Answer(faults.Answer{Status: 503, Code: "unavailable"})
+			return
+		}
+		echo(x)
+	})
+	exchange := func(raw string) string {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, raw)
+		got, _ := io.ReadAll(c)
+		return string(got)
+	}
+	if got := exchange("POST /v1/orders HTTP/1.1\r\nContent-Length: 0\r\n\r\n"); !strings.HasPrefix(got, "HTTP/1.1 400 ") || !strings.Contains(got, "Host") {
+		t.Errorf("no Host: %q, want a 400 naming it", got)
+	}
+	if got := exchange("POST /v1/orders HTTP/1.1\r\nHost: h\r\nExpect: magic\r\nContent-Length: 0\r\n\r\n"); !strings.HasPrefix(got, "HTTP/1.1 417 ") {
+		t.Errorf("Expect: magic: %q, want a 417", got)
+	}
+	got := exchange("POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}\r\n" +
+		"HEAD /b HTTP/1.1\r\nHost: h\r\n\r\n" +
+		"GET /c HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+	br := bufio.NewReader(strings.NewReader(got))
+	for _, want := range []struct {
+		method string
+		status int
+		body   string
+	}{{"POST", 200, "POST /a {}"}, {"HEAD", 503, ""}, {"GET", 200, "GET /c "}} {
+		resp, err := http.ReadResponse(br, &http.Request{Method: want.method})
+		if err != nil {
+			t.Fatalf("%s: %v in %q", want.method, err, got)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want.status || string(body) != want.body {
+			t.Errorf("%s: %d %q, want %d %q (all: %q)", want.method, resp.StatusCode, body, want.status, want.body, got)
+		}
+	}
+}
+
+// A body longer than the proxy reads is not forwarded whole (the handler
+// has MaxRequestBody of it), and the answer still reaches the client
+// before the connection ends (which it does half-closed first, as Go's
+// server ends one, where a reset could overtake the answer).
+func TestServer_ABodyTooLongGetsItsAnswer(t *testing.T) {
+	addr := serveWith(t, func(x *Exchange) {
+		body := strconv.Itoa(len(x.Req.Body))
+		x.Send(func(dst []byte) []byte {
+			return append(dst, "HTTP/1.1 413 Request Entity Too Large\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body...)
+		})
+	})
+	big := strings.Repeat("x", MaxRequestBody+1<<20)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/orders", strings.NewReader(big))
+	req.TransferEncoding = []string{"chunked"}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("the client got no answer: %v", err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 413 || string(got) != strconv.Itoa(MaxRequestBody) {
+		t.Errorf("%d %q, want the handler's 413 having read %d bytes", resp.StatusCode, got, MaxRequestBody)
+	}
+}
