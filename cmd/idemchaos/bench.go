@@ -134,6 +134,10 @@ A run without --only rewrites every block, the Targets table only when all of th
 			if out != "" {
 				data := md.Bytes()
 				if existing != nil {
+					// Read again: rows written by hand while it ran are kept too.
+					if b, err := os.ReadFile(out); err == nil && bench.CheckSplice(b) == nil {
+						existing = b
+					}
 					if data, err = rep.Splice(existing); err != nil {
 						return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", out, err)}
 					}
