@@ -159,6 +159,14 @@ func netnsChild(bin string) error {
 		}
 		files[name] = p
 	}
+	// A client run: the per-intent proxy's listeners and its forwarding to
+	// the target (curl is the client).
+	files["client.yaml"] = filepath.Join(dir, "client.yaml")
+	if err := os.WriteFile(files["client.yaml"], []byte("name: client\ntarget:\n  url: http://"+svc+"\nclient:\n  command: [sh, -c, "+
+		"'curl -s -X POST -H \"Idempotency-Key: k-$IDEMCHAOS_INTENT\" --data-binary @- \"$IDEMCHAOS_URL$IDEMCHAOS_PATH\"']\n"+
+		"  intents: 2\ninvariants: [key-stable]\neffects:\n  oracle: none\n"), 0o644); err != nil {
+		return err
+	}
 	history := filepath.Join(dir, "h.jsonl")
 	clean, err := os.ReadFile("../../testdata/examples/response-drop-clean.jsonl")
 	if err != nil {
@@ -189,6 +197,7 @@ func netnsChild(bin string) error {
 		{name: "record --upstream", args: []string{"record", "--upstream", "http://203.0.113.7:8080", "--listen", "127.0.0.1:0", "--history", filepath.Join(dir, "r1.jsonl")}, code: 3, says: "--upstream 203.0.113.7:8080 is not a loopback address"},
 		{name: "record --listen", args: []string{"record", "--upstream", "http://" + svc, "--listen", "0.0.0.0:0", "--history", filepath.Join(dir, "r2.jsonl")}, code: 3, says: "--listen 0.0.0.0:0 listens on every interface"},
 		{name: "a loopback run by name", args: run("base.yaml", "--target", "http://localhost.:"+svcPort), code: -1, reaches: svcPort},
+		{name: "a client run by name", args: run("client.yaml", "--target", "http://localhost.:"+svcPort), code: -1, reaches: svcPort},
 	}
 	calls := 0
 	for _, p := range paths {
