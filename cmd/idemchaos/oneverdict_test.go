@@ -135,3 +135,35 @@ func TestOneVerdict_BundledScenarios(t *testing.T) {
 		t.Fatalf("%d histories compared, want %d (every scenario × 2 seeds)\n%s", n, 2*len(files), stderr)
 	}
 }
+
+// A client run's history — every attempt recorded by the per-intent proxy,
+// the client's beliefs beside them — judged offline gets each step's
+// verdict and reason as the run did: the client probes with the corpus's
+// curl client (which breaks backoff and truthful-outcome), one seed (a
+// run of 13 steps of real processes: the corpus runs more).
+func TestOneVerdict_ClientProbes(t *testing.T) {
+	probes, err := os.ReadFile("../../examples/clients/scenarios/probes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs("../../examples/clients/curl/create-order.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := `["examples/clients/curl/create-order.sh"]`
+	if !bytes.Contains(probes, []byte(rel)) {
+		t.Fatalf("probes.yaml no longer runs %s", rel)
+	}
+	file := filepath.Join(t.TempDir(), "probes.yaml")
+	if err := os.WriteFile(file, bytes.Replace(probes, []byte(rel), []byte(`["`+script+`"]`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--seed", "1", "--json", "--reruns", "0", "--shrink=false", "--history", filepath.Join(t.TempDir(), "probes.jsonl"), "-s", file}
+	code, stdout, stderr := runMain(t, args...)
+	if code != ExitViolation {
+		t.Fatalf("exit %d, want 1 (curl breaks backoff and truthful-outcome)\n%s%s", code, stderr, stdout)
+	}
+	if n := len(runHistories(args, code, stdout)); n != 1 {
+		t.Fatalf("%d histories compared, want 1\n%s", n, stderr)
+	}
+}
