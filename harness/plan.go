@@ -134,7 +134,7 @@ func generatePlan(seed int64, tr scenarios.Traffic, rq requestSpec, fs []builtFa
 				src := resubmitted(p.Intents)
 				d := src
 				d.Faults, d.Clicks = nil, 0
-				d.At = d.At + time.Duration(rapid.Int64Range(spread/2+50, spread+100).Draw(t, "resubmit-after"))*time.Millisecond
+				d.At += time.Duration(rapid.Int64Range(spread/2+50, spread+100).Draw(t, "resubmit-after")) * time.Millisecond
 				// The fingerprint probe: the same payload written another
 				// way, which the contract says is (canonical) or is not
 				// (strict) the same request.

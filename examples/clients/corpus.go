@@ -11,7 +11,13 @@
 // the others.
 package clients
 
-import "path/filepath"
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+)
 
 // Invariants are the client invariants, in the order reports list them.
 var Invariants = []string{
@@ -52,6 +58,38 @@ func (c Client) Command(root, bin string) []string {
 		return append([]string{filepath.Join(bin, filepath.Base(c.Build))}, c.Args...)
 	}
 	return append([]string{filepath.Join(root, c.Script)}, c.Args...)
+}
+
+// Wrong sets the client invariants a run caught against the client's
+// truth: those caught that it keeps (false alarms) and those it breaks
+// that were not caught (misses), in the order of Invariants.
+func (c Client) Wrong(caught []string) (falseAlarms, misses []string) {
+	for _, inv := range Invariants {
+		switch broke, truth := slices.Contains(caught, inv), c.Breaks[inv] != ""; {
+		case broke && !truth:
+			falseAlarms = append(falseAlarms, inv)
+		case !broke && truth:
+			misses = append(misses, inv)
+		}
+	}
+	return falseAlarms, misses
+}
+
+// Build builds the corpus's Go clients into bin with the go command, from
+// the module root (Command then finds them there).
+func Build(ctx context.Context, root, bin string) error {
+	var pkgs []string
+	for _, c := range Cases() {
+		if c.Build != "" && !slices.Contains(pkgs, "./"+c.Build) {
+			pkgs = append(pkgs, "./"+c.Build)
+		}
+	}
+	build := exec.CommandContext(ctx, "go", append([]string{"build", "-o", bin + "/"}, pkgs...)...)
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build of the client corpus: %w\n%s", err, out)
+	}
+	return nil
 }
 
 // Correct says the client keeps every invariant.

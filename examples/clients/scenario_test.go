@@ -9,9 +9,7 @@ package clients_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -46,18 +44,10 @@ func TestScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	var pkgs []string
-	for _, c := range clients.Cases() {
-		if c.Build != "" && !slices.Contains(pkgs, "./"+c.Build) {
-			pkgs = append(pkgs, "./"+c.Build)
-		}
-	}
-	build := exec.Command("go", append([]string{"build", "-o", bin + "/"}, pkgs...)...)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	ctx := context.Background()
+	if err := clients.Build(ctx, root, bin); err != nil {
+		t.Fatal(err)
+	}
 	r, closeEnv, err := harness.Open(ctx, harness.OpenOptions{})
 	if err != nil {
 		t.Fatalf("local environment: %v", err)
@@ -96,15 +86,12 @@ func TestScenario(t *testing.T) {
 				elapsed += o.Elapsed
 				runs++
 				mu.Unlock()
-				caught := o.Caught()
-				for _, inv := range clients.Invariants {
-					broke, truth := slices.Contains(caught, inv), c.Breaks[inv] != ""
-					switch {
-					case broke && !truth:
-						t.Errorf("seed %d: %s caught, but its truth says kept (history %s)", seed, inv, o.HistoryPath)
-					case !broke && truth:
-						t.Errorf("seed %d: %s not caught, but its truth says broken: %s (history %s)", seed, inv, c.Breaks[inv], o.HistoryPath)
-					}
+				falseAlarms, misses := c.Wrong(o.Caught())
+				for _, inv := range falseAlarms {
+					t.Errorf("seed %d: %s caught, but its truth says kept (history %s)", seed, inv, o.HistoryPath)
+				}
+				for _, inv := range misses {
+					t.Errorf("seed %d: %s not caught, but its truth says broken: %s (history %s)", seed, inv, c.Breaks[inv], o.HistoryPath)
 				}
 				if t.Failed() {
 					return

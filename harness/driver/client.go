@@ -377,7 +377,10 @@ func (p *pool) send(ctx context.Context, rq *wireRequest, deadline time.Time, s 
 		}
 		return ex, err
 	}
-	buffered, _ := c.br.Peek(c.br.Buffered())
+	var buffered []byte
+	if s.keepWire {
+		buffered, _ = c.br.Peek(c.br.Buffered())
+	}
 	if h, ok := readHead(c.br, rq.method, s.got[:0], rq.bodyLimit()); ok {
 		s.got = h.header
 		if s.keepWire {

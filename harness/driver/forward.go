@@ -80,7 +80,10 @@ func (f *Forwarder) Forward(ctx context.Context, method, uri string, hdr history
 	defer cancel()
 	defer context.AfterFunc(f.closed, cancel)()
 	s := f.scratch.Get().(*scratch)
-	defer f.scratch.Put(s)
+	defer func() {
+		s.fullHeader = nil // not kept alive by the pool
+		f.scratch.Put(s)
+	}()
 	ex, err := f.pool.send(ctx, &wireRequest{method: method, t: t, hdr: sent, body: body, maxBody: MaxForwardedBody}, time.Now().Add(timeout), s)
 	if err == nil {
 		err = ex.bodyErr
@@ -109,7 +112,6 @@ func (f *Forwarder) Forward(ctx context.Context, method, uri string, hdr history
 	default:
 		a.full = s.fullHeader
 	}
-	s.fullHeader = nil
 	return a, nil
 }
 

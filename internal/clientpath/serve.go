@@ -3,7 +3,6 @@ package clientpath
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -101,13 +100,9 @@ func (s *Server) serve(c net.Conn) {
 		}
 		req, length, body, err := readRequest(br)
 		if err != nil {
-			var refused errRefused
-			switch {
-			case errors.As(err, &refused):
-				_, _ = fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
-					refused.status, http.StatusText(refused.status), len(refused.why), refused.why)
-			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
-				_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+			refused := errRefused{status: http.StatusBadRequest}
+			if errors.As(err, &refused) || !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				_, _ = c.Write(appendAnswer(nil, refused.status, http.Header{"Connection": {"close"}}, []byte(refused.why), false))
 			}
 			return
 		}
@@ -167,27 +162,32 @@ func (x *Exchange) Send(build func(dst []byte) []byte) {
 // [AnswerParts]); it returns the header and body sent, for the history.
 func (x *Exchange) Answer(ans faults.Answer) (http.Header, []byte) {
 	h, body := AnswerParts(ans)
-	head := x.Req.Method == http.MethodHead // a length, but no body
 	x.Send(func(dst []byte) []byte {
-		dst = append(dst, "HTTP/1.1 "...)
-		dst = strconv.AppendInt(dst, int64(ans.Status), 10)
-		dst = append(dst, ' ')
-		dst = append(dst, http.StatusText(ans.Status)...)
-		dst = append(dst, "\r\n"...)
-		for _, k := range slices.Sorted(maps.Keys(h)) {
-			for _, v := range h[k] {
-				dst = append(dst, k+": "+v+"\r\n"...)
-			}
-		}
-		dst = append(dst, "Content-Length: "...)
-		dst = strconv.AppendInt(dst, int64(len(body)), 10)
-		dst = append(dst, "\r\n\r\n"...)
-		if head {
-			return dst
-		}
-		return append(dst, body...)
+		return appendAnswer(dst, ans.Status, h, body, x.Req.Method == http.MethodHead)
 	})
 	return h, body
+}
+
+// appendAnswer appends a whole answer: the status line, h in name order,
+// the body's length and, but to a HEAD (head), the body.
+func appendAnswer(dst []byte, status int, h http.Header, body []byte, head bool) []byte {
+	dst = append(dst, "HTTP/1.1 "...)
+	dst = strconv.AppendInt(dst, int64(status), 10)
+	dst = append(dst, ' ')
+	dst = append(dst, http.StatusText(status)...)
+	dst = append(dst, "\r\n"...)
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		for _, v := range h[k] {
+			dst = append(append(append(append(dst, k...), ": "...), v...), "\r\n"...)
+		}
+	}
+	dst = append(dst, "Content-Length: "...)
+	dst = strconv.AppendInt(dst, int64(len(body)), 10)
+	dst = append(dst, "\r\n\r\n"...)
+	if head {
+		return dst
+	}
+	return append(dst, body...)
 }
 
 // Cut ends the client's connection without an answer: reset (RST) or

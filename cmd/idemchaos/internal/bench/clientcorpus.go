@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 
@@ -40,16 +38,8 @@ func clientCorpus(ctx context.Context, b *bench, root string, r *harness.Runner,
 		return nil, err
 	}
 	defer os.RemoveAll(bin)
-	var pkgs []string
-	for _, c := range clients.Cases() {
-		if c.Build != "" && !slices.Contains(pkgs, "./"+c.Build) {
-			pkgs = append(pkgs, "./"+c.Build)
-		}
-	}
-	build := exec.CommandContext(ctx, "go", append([]string{"build", "-o", bin + "/"}, pkgs...)...)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build of the client corpus: %w\n%s", err, clip(string(out), 2000))
+	if err := clients.Build(ctx, root, bin); err != nil {
+		return nil, err
 	}
 	cases := clients.Cases()
 	rows := make([]ClientCorpusRow, len(cases))
@@ -84,19 +74,14 @@ func clientCorpus(ctx context.Context, b *bench, root string, r *harness.Runner,
 					b.logf("clients corpus: %s seed %d: %v", c.Name, seed, err)
 					return
 				}
-				caught := o.Caught()
-				wrong := false
-				for _, inv := range clients.Invariants {
-					switch broke, truth := slices.Contains(caught, inv), c.Breaks[inv] != ""; {
-					case broke && !truth:
-						row.FalseAlarms[inv]++
-						wrong = true
-					case !broke && truth:
-						row.Misses[inv]++
-						wrong = true
-					}
+				falseAlarms, misses := c.Wrong(o.Caught())
+				for _, inv := range falseAlarms {
+					row.FalseAlarms[inv]++
 				}
-				if wrong && row.Example == "" {
+				for _, inv := range misses {
+					row.Misses[inv]++
+				}
+				if len(falseAlarms)+len(misses) > 0 && row.Example == "" {
 					row.Example = o.HistoryPath
 				}
 				if done%20 == 0 {
