@@ -37,8 +37,20 @@ const MaxForwardedBody = 64 << 20
 // NewForwarder forwards to base (scheme://host[:port]), keeping at most
 // maxIdle idle connections, each made by dial (nil: a plain dialer).
 func NewForwarder(base string, maxIdle int, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *Forwarder {
-	f := &Forwarder{pool: newPool(max(maxIdle, 1), dial), base: base, targets: targets{m: map[targetKey]target{}}}
+	f := &Forwarder{base: base, targets: targets{m: map[targetKey]target{}}}
 	f.closed, f.close = context.WithCancel(context.Background())
+	if dial == nil {
+		d := net.Dialer{KeepAlive: 30 * time.Second}
+		dial = d.DialContext
+	}
+	// Only a dial needs the hook: a request on a made connection is
+	// interrupted by the pool's close (its deadline moved to the past).
+	f.pool = newPool(max(maxIdle, 1), func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(f.closed, cancel)()
+		return dial(ctx, network, addr)
+	})
 	f.scratch.New = func() any { return &scratch{keepWire: true} }
 	return f
 }
@@ -76,9 +88,6 @@ func (f *Forwarder) Forward(ctx context.Context, method, uri string, hdr history
 	if err := validRequest(method, sent); err != nil {
 		return Answer{}, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(f.closed, cancel)()
 	s := f.scratch.Get().(*scratch)
 	defer func() {
 		s.fullHeader = nil // not kept alive by the pool
